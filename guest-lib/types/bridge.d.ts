@@ -1,0 +1,55 @@
+// The bridge: the only host functions guest code can reach. The host installs them when
+// it creates a context; the guest core captures them and hands them out as
+// `require("scriptbox:bridge")`. Every argument is validated again on the host side:
+// guest code (ours or the script's) is never trusted by the host.
+//
+// Values crossing are copies: strings, numbers, booleans and ArrayBuffers. Structured
+// records cross as JSON text (guest JSON.stringify + host JSON.parse is the fastest path
+// measured, and it keeps lone surrogates and NULs intact).
+
+/** What guest `fetch` sends to the host transport (JSON text of this shape). */
+export interface TransportRequestRecord {
+  url: string; // absolute http: or https: URL, already parsed and serialised by the guest URL class
+  method: string; // normalised, never CONNECT/TRACE/TRACK
+  headers: [string, string][]; // validated names and values, in order
+  redirect: "follow" | "manual" | "error";
+}
+
+/** What the host transport answers (JSON text of this shape, plus the body bytes). */
+export interface TransportResponseRecord {
+  status: number;
+  statusText: string;
+  headers: [string, string][]; // repeated headers (Set-Cookie) stay separate entries
+  url: string; // final URL after redirects
+  redirected: boolean;
+}
+
+/**
+ * Why the host refused or failed a fetch (JSON text of this shape, as the rejection).
+ * - "network-policy": the allow-list or a secret rule refused it; message starts "network policy: "
+ * - "limit": a fetch limit (maxFetches, maxRequestBytes, maxResponseBytes, memory headroom, per-request timeout); message starts "limit: "
+ * - "abort": the guest aborted it (fetchAbort) or the run ended
+ * - "network": DNS, connection, TLS or protocol failure
+ */
+export interface TransportErrorRecord {
+  type: "network-policy" | "limit" | "abort" | "network" | "timeout";
+  message: string;
+}
+
+export interface Bridge {
+  /**
+   * Performs an HTTP request on the host. Resolves to [responseJson, bodyBytes]; rejects
+   * with a TransportErrorRecord as JSON text. `fetchId` is chosen by the guest (unique per
+   * context) so that `fetchAbort` can cancel it.
+   */
+  fetch(requestJson: string, body: ArrayBuffer | null, fetchId: number): Promise<[string, ArrayBuffer]>;
+  /** Cancels a fetch started with `fetch`; unknown or finished ids are ignored. */
+  fetchAbort(fetchId: number): void;
+  /** The sandbox's `location` option (base for relative URLs), or null when none is set. */
+  location(): string | null;
+  /** Fills a new ArrayBuffer of `byteLength` (at most 65,536) from the host CSPRNG. */
+  randomBytes(byteLength: number): ArrayBuffer;
+}
+
+declare const bridge: Bridge;
+export default bridge;
