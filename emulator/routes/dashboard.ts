@@ -1,0 +1,220 @@
+// The dashboard: POST /dashboard/graphql (graphql-js) with the SERVICE_SESSION cookie,
+// where PATs are created and revoked (the spec has no public endpoint for them), and the
+// sign-in page that sets that cookie for the OAuth consent pages.
+import formbody from "@fastify/formbody";
+import type { FastifyInstance } from "fastify";
+import {
+  GraphQLError, GraphQLID, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLObjectType,
+  GraphQLScalarType, GraphQLSchema, GraphQLString, Kind, execute, parse, validate, type DocumentNode, type GraphQLNullableType,
+} from "graphql";
+import { SESSION_COOKIE } from "../auth.js";
+import type { EmulatorContext, PluginOptions } from "../context.js";
+import { errorHandler, HttpError } from "../errors.js";
+import { messagePage, signInPage } from "../pages.js";
+import { issueSecret, newId } from "../secrets.js";
+import type { PatRow, UserRow } from "../store.js";
+
+/** A PAT created without expiresAt lives 90 days. */
+export const PAT_DEFAULT_TTL_SECONDS = 90 * 24 * 3600;
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+function parseDateTime(value: unknown): number {
+  const ms = typeof value === "string" && RFC3339.test(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) throw new GraphQLError("DateTime must be an RFC 3339 date-time, e.g. 2030-01-31T12:00:00Z");
+  return Math.floor(ms / 1000);
+}
+
+/** RFC 3339 date-times outside, Unix seconds inside. */
+const DateTime = new GraphQLScalarType<number, string>({
+  name: "DateTime",
+  description: "An RFC 3339 date-time, e.g. 2030-01-31T12:00:00Z",
+  serialize: (seconds) => new Date((seconds as number) * 1000).toISOString().replace(".000Z", "Z"),
+  parseValue: parseDateTime,
+  parseLiteral(ast) {
+    if (ast.kind !== Kind.STRING) throw new GraphQLError("DateTime must be a string");
+    return parseDateTime(ast.value);
+  },
+});
+
+interface GraphQLContext {
+  ctx: EmulatorContext;
+  user: UserRow;
+}
+interface PatSource {
+  row: PatRow;
+  token?: string;
+}
+
+function gqlError(code: string, message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code } });
+}
+
+const nonNull = <T extends GraphQLNullableType>(type: T) => new GraphQLNonNull(type);
+
+const UserType = new GraphQLObjectType<UserRow>({
+  name: "User",
+  fields: {
+    id: { type: nonNull(GraphQLID) },
+    email: { type: nonNull(GraphQLString) },
+    name: { type: GraphQLString },
+  },
+});
+
+const PatType = new GraphQLObjectType<PatSource>({
+  name: "Pat",
+  description: "A personal access token. `token` is only returned by createPat.",
+  fields: {
+    id: { type: nonNull(GraphQLID), resolve: (s) => s.row.id },
+    name: { type: nonNull(GraphQLString), resolve: (s) => s.row.name },
+    teamId: { type: nonNull(GraphQLID), resolve: (s) => s.row.team_id },
+    expiresAt: { type: nonNull(DateTime), resolve: (s) => s.row.expires_at },
+    createdAt: { type: nonNull(DateTime), resolve: (s) => s.row.created_at },
+    revokedAt: { type: DateTime, resolve: (s) => s.row.revoked_at },
+    token: { type: GraphQLString, resolve: (s) => s.token ?? null },
+  },
+});
+
+const PatPayload = (name: string) =>
+  new GraphQLObjectType<PatSource>({ name, fields: { pat: { type: nonNull(PatType), resolve: (s) => s } } });
+
+const CreatePatInput = new GraphQLInputObjectType({
+  name: "CreatePatInput",
+  fields: {
+    name: { type: nonNull(GraphQLString) },
+    teamId: { type: nonNull(GraphQLID) },
+    expiresAt: { type: DateTime, description: "Default: 90 days from now" },
+  },
+});
+
+export const dashboardSchema = new GraphQLSchema({
+  query: new GraphQLObjectType<unknown, GraphQLContext>({
+    name: "Query",
+    fields: {
+      viewer: { type: nonNull(UserType), resolve: (_s, _a, { user }) => user },
+      pats: {
+        type: nonNull(new GraphQLList(nonNull(PatType))),
+        resolve: (_s, _a, { ctx, user }): PatSource[] => ctx.store.patsOf(user.id).map((row) => ({ row })),
+      },
+    },
+  }),
+  mutation: new GraphQLObjectType<unknown, GraphQLContext>({
+    name: "Mutation",
+    fields: {
+      createPat: {
+        type: nonNull(PatPayload("CreatePatPayload")),
+        args: { input: { type: nonNull(CreatePatInput) } },
+        resolve(_s, { input }: { input: { name: string; teamId: string; expiresAt?: number | null } }, { ctx, user }): PatSource {
+          const now = ctx.clock.now();
+          const name = input.name.trim();
+          if (name.length === 0 || name.length > 100) throw gqlError("BAD_USER_INPUT", "name must be 1 to 100 characters");
+          if (!ctx.store.roleOf(input.teamId, user.id)) throw gqlError("NOT_FOUND", "no such team");
+          const expiresAt = input.expiresAt ?? now + PAT_DEFAULT_TTL_SECONDS;
+          if (expiresAt <= now) throw gqlError("BAD_USER_INPUT", "expiresAt must be in the future");
+          const secret = issueSecret("pat");
+          const row: PatRow = {
+            id: newId("pat"), selector: secret.selector, secret_hash: secret.hash, user_id: user.id, team_id: input.teamId,
+            name, expires_at: expiresAt, revoked_at: null, created_at: now,
+          };
+          ctx.store.insertPat(row);
+          return { row, token: secret.value };
+        },
+      },
+      revokePat: {
+        type: nonNull(PatPayload("RevokePatPayload")),
+        args: { id: { type: nonNull(GraphQLID) } },
+        resolve(_s, { id }: { id: string }, { ctx, user }): PatSource {
+          const pat = ctx.store.pat(id);
+          if (!pat || pat.user_id !== user.id) throw gqlError("NOT_FOUND", "no such personal access token");
+          ctx.store.revokePat(pat.id, ctx.clock.now());
+          return { row: ctx.store.pat(pat.id)! };
+        },
+      },
+    },
+  }),
+});
+
+const graphqlBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["query"],
+  properties: {
+    query: { type: "string", minLength: 1 },
+    variables: { type: ["object", "null"] },
+    operationName: { type: ["string", "null"] },
+    extensions: { type: ["object", "null"] },
+  },
+} as const;
+
+interface GraphQLBody {
+  query: string;
+  variables?: Record<string, unknown> | null;
+  operationName?: string | null;
+}
+
+export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptions): Promise<void> {
+  app.register(async (graphql) => {
+    // JSON only: a form or text/plain POST (which a browser may send cross-site without
+    // a preflight) is refused before the session cookie is looked at.
+    graphql.removeContentTypeParser("text/plain");
+    graphql.setErrorHandler(errorHandler("graphql"));
+    graphql.post<{ Body: GraphQLBody }>("/dashboard/graphql", { schema: { body: graphqlBody } }, async (request, reply) => {
+      const user = ctx.auth.sessionUser(request);
+      if (!user) throw new HttpError(401, "unauthenticated", `a valid ${SESSION_COOKIE} cookie is required`);
+      let document: DocumentNode;
+      try {
+        document = parse(request.body.query);
+      } catch (error) {
+        return reply.status(400).send({ errors: [(error as GraphQLError).toJSON()] });
+      }
+      const validationErrors = validate(dashboardSchema, document);
+      if (validationErrors.length > 0) return reply.status(400).send({ errors: validationErrors.map((e) => e.toJSON()) });
+      const result = await execute({
+        schema: dashboardSchema,
+        document,
+        variableValues: request.body.variables ?? undefined,
+        operationName: request.body.operationName ?? undefined,
+        contextValue: { ctx, user } satisfies GraphQLContext,
+      });
+      // GraphQL over HTTP: a request that never reached execution (bad variables, unknown
+      // operation) has no `data` and is a 400; execution errors ride along with data.
+      return reply.status("data" in result ? 200 : 400).send(result);
+    });
+  });
+
+  app.register(async (pages) => {
+    pages.removeAllContentTypeParsers();
+    await pages.register(formbody);
+    pages.get<{ Querystring: { return_to?: string } }>("/dashboard/login", {
+      schema: { querystring: { type: "object", properties: { return_to: { type: "string", maxLength: 4096 } } } },
+    }, async (request, reply) => signInPage(reply, safeReturnTo(request.query.return_to)));
+
+    pages.get("/dashboard", async (request, reply) => {
+      const user = ctx.auth.sessionUser(request);
+      if (!user) return reply.redirect("/dashboard/login", 302);
+      return messagePage(reply, 200, "Dashboard", `Signed in as ${user.email}.`);
+    });
+
+    pages.post<{ Body: { session?: string; return_to?: string } }>("/dashboard/login", {
+      schema: {
+        body: {
+          type: "object",
+          properties: { session: { type: "string", maxLength: 200 }, return_to: { type: "string", maxLength: 4096 } },
+        },
+      },
+    }, async (request, reply) => {
+      const returnTo = safeReturnTo(request.body.return_to);
+      const session = (request.body.session ?? "").trim();
+      const user = ctx.auth.userOfSession(session);
+      if (!user) return signInPage(reply, returnTo, 401, "That session token is not valid.");
+      return reply
+        .header("set-cookie", `${SESSION_COOKIE}=${session}; Path=/; HttpOnly; SameSite=Lax`)
+        .redirect(returnTo, 303);
+    });
+  });
+}
+
+/** Only same-origin paths, so the sign-in page is no open redirector. */
+function safeReturnTo(value: string | undefined): string {
+  return value && value.startsWith("/") && !value.startsWith("//") && !value.startsWith("/\\") ? value : "/dashboard";
+}
