@@ -43,6 +43,8 @@ export function classify(error: unknown, area: ErrorArea, validationCode = "inva
       return area === "oauth"
         ? new HttpError(400, "invalid_request", "unsupported Content-Type for this endpoint")
         : new HttpError(415, "unsupported_media_type", "unsupported Content-Type for this endpoint");
+    case "FST_ERR_MAX_PARAM_LENGTH": // an id longer than any id: it cannot exist
+      return area === "oauth" ? new HttpError(400, "invalid_request", "path parameter too long") : new HttpError(404, "not_found", "no such resource");
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return new HttpError(413, area === "oauth" ? "invalid_request" : "payload_too_large", "the request body is too large");
   }
