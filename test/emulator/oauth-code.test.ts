@@ -42,10 +42,10 @@ async function consent(params: Record<string, string>, decision = "approve") {
   expect(answer.status).toBe(303);
   return location(answer).searchParams;
 }
-const exchange = (code: string, verifier?: string, who = app) =>
+const exchange = (code: string, verifier?: string, who: { client_id: string; client_secret?: string } = app) =>
   api("POST", "/oauth2/token", {
-    body: form({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, ...(verifier ? { code_verifier: verifier } : {}), ...("client_secret" in who ? {} : { client_id: who.client_id }) }),
-    headers: "client_secret" in who ? { authorization: basic(who.client_id, (who as typeof app).client_secret) } : {},
+    body: form({ grant_type: "authorization_code", code, redirect_uri: REDIRECT, ...(verifier ? { code_verifier: verifier } : {}), ...(who.client_secret ? {} : { client_id: who.client_id }) }),
+    headers: who.client_secret ? { authorization: basic(who.client_id, who.client_secret) } : {},
   });
 
 describe("GET /oauth2/authorize", () => {
@@ -107,7 +107,7 @@ describe("GET /oauth2/authorize", () => {
 
   it("unknown client or a redirect_uri that is not an exact match: an error page, never a redirect", async () => {
     for (const params of [
-      { client_id: "cli_unknown" },
+      { client_id: "cli_unknown" } as Record<string, string>,
       { client_id: app.client_id, redirect_uri: `${REDIRECT}/other` },
       { client_id: app.client_id, redirect_uri: "http://127.0.0.1:9/callback?x=1" },
       { client_id: app.client_id, redirect_uri: "http://127.0.0.1:9/CALLBACK" },
@@ -154,7 +154,7 @@ describe("POST /oauth2/token with authorization_code", () => {
   it("public clients exchange with client_id and PKCE only", async () => {
     const { verifier, challenge } = pkce();
     const code = (await consent({ client_id: publicApp.client_id, code_challenge: challenge, code_challenge_method: "S256" })).get("code")!;
-    const answer = await exchange(code, verifier, publicApp as typeof app);
+    const answer = await exchange(code, verifier, publicApp);
     expect(answer.status).toBe(200);
   });
 
