@@ -1,0 +1,177 @@
+// Fetch §5.5 Response, shaped by the spec: `body` is always null (no streams), there is
+// no bytes(), and `type` is "basic" or "error". Defaults where the spec is silent follow
+// the Fetch standard: status 200, statusText "", Response.redirect status 302.
+import { AbortSignal } from "scriptbox:web";
+import { type BodyInit, type BodyState, bodyStates, cloneBodyState, installBody, newBodyState } from "./body";
+import { Headers, type HeadersInit, IMMUTABLE, fillHeaders, guardOf, headersFromPairs, setGuard } from "./headers";
+import { parseURL, withoutFragment } from "./url";
+import {
+  RangeErrorCtor,
+  TypeErrorCtor,
+  jsonStringify,
+  toByteString,
+  toDictionary,
+  toStringValue,
+  webidlInterface,
+} from "./util";
+
+export interface ResponseInit {
+  readonly headers?: HeadersInit;
+  readonly status?: number;
+  readonly statusText?: string;
+}
+
+export interface ResponseOpts extends ResponseInit {
+  readonly signal?: AbortSignal;
+  readonly url?: string;
+}
+
+export type ResponseType = "basic" | "error";
+
+interface ResponseSlots {
+  type: ResponseType;
+  status: number;
+  statusText: string;
+  headers: Headers;
+  url: string;
+  redirected: boolean;
+  body: BodyState;
+}
+
+const NULL_BODY_STATUS = [101, 103, 204, 205, 304];
+const REDIRECT_STATUS = [301, 302, 303, 307, 308];
+
+/** WebIDL unsigned short (ToNumber, truncate, modulo 2^16). */
+function toUnsignedShort(value: unknown): number {
+  const n = Math.trunc(Number(value));
+  return Number.isFinite(n) ? ((n % 65536) + 65536) % 65536 : 0;
+}
+
+let create: (slots: ResponseSlots) => Response;
+
+export class Response {
+  #slots: ResponseSlots;
+
+  constructor(body: BodyInit | null = null, init?: ResponseOpts) {
+    const [slots, signal] = initialize(init);
+    if (body !== null && body !== undefined && NULL_BODY_STATUS.includes(slots.status)) {
+      throw new TypeErrorCtor(`Response: a ${slots.status} response cannot have a body`);
+    }
+    slots.body = newBodyState(body, slots.headers);
+    slots.body.signal = signal;
+    this.#slots = slots;
+    bodyStates.set(this, slots.body);
+  }
+
+  static error(): Response {
+    const headers = new Headers();
+    setGuard(headers, IMMUTABLE);
+    return create({ type: "error", status: 0, statusText: "", headers, url: "", redirected: false, body: newBodyState(null, headers) });
+  }
+
+  static redirect(url: string, status: number = 302): Response {
+    const location = parseURL(toStringValue(url), "Response.redirect").href;
+    const code = toUnsignedShort(status);
+    if (!REDIRECT_STATUS.includes(code)) throw new RangeErrorCtor(`Response.redirect: ${code} is not a redirect status`);
+    const headers = new Headers([["location", location]]);
+    setGuard(headers, IMMUTABLE);
+    return create({ type: "basic", status: code, statusText: "", headers, url: "", redirected: false, body: newBodyState(null, headers) });
+  }
+
+  static json(data: unknown, init?: ResponseInit): Response {
+    const text = jsonStringify(data);
+    if (text === undefined) throw new TypeErrorCtor("Response.json: the data cannot be serialized as JSON");
+    const [slots] = initialize(init);
+    if (NULL_BODY_STATUS.includes(slots.status)) throw new TypeErrorCtor(`Response.json: a ${slots.status} response cannot have a body`);
+    slots.body = newBodyState(text, slots.headers, "application/json");
+    return create(slots);
+  }
+
+  get type(): ResponseType {
+    return this.#slots.type;
+  }
+  get url(): string {
+    return this.#slots.url;
+  }
+  get redirected(): boolean {
+    return this.#slots.redirected;
+  }
+  get status(): number {
+    return this.#slots.status;
+  }
+  get ok(): boolean {
+    const status = this.#slots.status;
+    return status >= 200 && status <= 299;
+  }
+  get statusText(): string {
+    return this.#slots.statusText;
+  }
+  get headers(): Headers {
+    return this.#slots.headers;
+  }
+  /** Always null: bodies are whole values here, read with text(), json(), arrayBuffer(), blob(). */
+  get body(): null {
+    return this.#slots && null;
+  }
+
+  clone(): Response {
+    const slots = this.#slots;
+    const headers = new Headers(slots.headers);
+    setGuard(headers, guardOf(slots.headers));
+    return create({ ...slots, headers, body: cloneBodyState(slots.body, headers) });
+  }
+
+  static {
+    create = (slots) => {
+      const response = new Response();
+      response.#slots = slots;
+      bodyStates.set(response, slots.body);
+      return response;
+    };
+  }
+}
+
+installBody(Response.prototype, ["arrayBuffer", "blob", "formData", "json", "text"]);
+webidlInterface(Response, 0);
+
+/** Fetch "initialize a response": status, statusText and headers from ResponseInit. */
+function initialize(init: unknown): [ResponseSlots, AbortSignal | null] {
+  const opts = toDictionary(init, "Response init");
+  // Members in WebIDL dictionary order: headers, signal, status, statusText, url.
+  const headersInit = opts.headers;
+  const signal = opts.signal;
+  const status = opts.status === undefined ? 200 : toUnsignedShort(opts.status);
+  const statusText = opts.statusText === undefined ? "" : toByteString(opts.statusText);
+  const url = opts.url === undefined ? "" : withoutFragment(parseURL(toStringValue(opts.url), "Response"));
+  if (signal !== undefined && signal !== null && !(signal instanceof AbortSignal)) {
+    throw new TypeErrorCtor("Response: signal is not an AbortSignal");
+  }
+  if (status < 200 || status > 599) throw new RangeErrorCtor(`Response: status ${status} is outside 200-599`);
+  if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(statusText)) throw new TypeErrorCtor(`Response: invalid statusText ${JSON.stringify(statusText)}`);
+  const headers = new Headers();
+  if (headersInit !== undefined) fillHeaders(headers, headersInit);
+  const slots: ResponseSlots = { type: "basic", status, statusText, headers, url, redirected: false, body: null as unknown as BodyState };
+  return [slots, (signal as AbortSignal | undefined) ?? null];
+}
+
+/** A Response from the transport's answer: trusted values, immutable headers. */
+export function responseFromTransport(record: {
+  status: number;
+  statusText: string;
+  headers: [string, string][];
+  url: string;
+  redirected: boolean;
+}, body: Uint8Array | null): Response {
+  const headers = headersFromPairs(record.headers, IMMUTABLE);
+  const state = newBodyState(null, headers);
+  if (body && body.length && !NULL_BODY_STATUS.includes(record.status)) state.data = body;
+  return create({
+    type: "basic",
+    status: record.status,
+    statusText: record.statusText,
+    headers,
+    url: record.url,
+    redirected: record.redirected,
+    body: state,
+  });
+}

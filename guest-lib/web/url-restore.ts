@@ -1,0 +1,3 @@
+import { restoreAtob } from "./url-setup";
+
+restoreAtob();
