@@ -1,0 +1,102 @@
+// Response content codings (WHATWG Fetch "handle content codings"): gzip, x-gzip, deflate
+// (zlib or raw, told apart by the first byte, as browsers do) and br are decoded; a response
+// with any other coding is passed through as it came. Decoded bytes are what the limits count.
+import zlib from "node:zlib";
+import { Transform, type TransformCallback } from "node:stream";
+
+const SUPPORTED = new Set(["gzip", "x-gzip", "deflate", "br"]);
+const MAX_CODINGS = 5;
+
+// Lenient about a missing end-of-stream marker, as browsers are.
+const ZLIB_OPTIONS = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH };
+const BROTLI_OPTIONS = {
+  flush: zlib.constants.BROTLI_OPERATION_FLUSH,
+  finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH,
+};
+
+/** The codings to undo, in the order the server applied them; null when the body is passed through. */
+export function parseContentCodings(headerValue: string | null): string[] | null {
+  if (headerValue === null) return null;
+  const codings = headerValue
+    .split(",")
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== "" && c !== "identity");
+  if (codings.length === 0 || codings.length > MAX_CODINGS || !codings.every((c) => SUPPORTED.has(c))) return null;
+  return codings;
+}
+
+/** Streams a coded body through the decoders; `onData` receives decoded chunks. */
+export class BodyDecoder {
+  readonly #first: Transform;
+  readonly #last: Transform;
+  readonly #stages: Transform[];
+  #failed: ((error: Error) => void) | null;
+
+  constructor(codings: string[], onData: (chunk: Buffer) => void, onError: (error: Error) => void) {
+    this.#stages = [...codings].reverse().map(createStage);
+    this.#first = this.#stages[0]!;
+    this.#last = this.#stages[this.#stages.length - 1]!;
+    this.#failed = onError;
+    for (let i = 0; i < this.#stages.length; i++) {
+      const stage = this.#stages[i]!;
+      stage.on("error", (error) => this.#fail(error));
+      if (i + 1 < this.#stages.length) stage.pipe(this.#stages[i + 1]!);
+    }
+    this.#last.on("data", onData);
+  }
+
+  write(chunk: Buffer): void {
+    this.#first.write(chunk);
+  }
+
+  /** Resolves once every decoded byte has been passed to onData. */
+  end(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#last.once("end", resolve);
+      this.#first.end();
+    });
+  }
+
+  destroy(): void {
+    this.#failed = null;
+    for (const stage of this.#stages) stage.destroy();
+  }
+
+  #fail(error: Error): void {
+    const onError = this.#failed;
+    this.destroy();
+    onError?.(error);
+  }
+}
+
+function createStage(coding: string): Transform {
+  if (coding === "br") return zlib.createBrotliDecompress(BROTLI_OPTIONS);
+  if (coding === "deflate") return new InflateEither();
+  return zlib.createGunzip(ZLIB_OPTIONS);
+}
+
+/** "deflate" is meant to be zlib-wrapped (RFC 9110 8.4.1.2) but servers also send raw deflate. */
+class InflateEither extends Transform {
+  #inner: zlib.Inflate | zlib.InflateRaw | null = null;
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    if (!this.#inner) {
+      const inner = (chunk[0]! & 0x0f) === 0x08 ? zlib.createInflate(ZLIB_OPTIONS) : zlib.createInflateRaw(ZLIB_OPTIONS);
+      inner.on("data", (data: Buffer) => this.push(data));
+      inner.on("error", (error) => this.destroy(error));
+      this.#inner = inner;
+    }
+    this.#inner.write(chunk, () => callback());
+  }
+
+  override _flush(callback: TransformCallback): void {
+    if (!this.#inner) return callback();
+    this.#inner.once("end", () => callback());
+    this.#inner.end();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#inner?.destroy();
+    callback(error);
+  }
+}

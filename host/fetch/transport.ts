@@ -1,0 +1,254 @@
+// The host side of guest fetch: one SandboxFetchTransport per sandbox, over the worker
+// thread's shared undici Agent. It knows sockets, the network policy, secrets and limits;
+// the guest `fetch` knows the Fetch standard. The message shape between them is
+// guest-lib/types/bridge.d.ts:
+//
+//   in:  TransportRequestRecord { url, method, headers: [name, value][], redirect } + body bytes | null
+//   out: TransportResponseRecord { status, statusText, headers: [name, value][] (Set-Cookie
+//        repeated as separate pairs), url (final, after redirects), redirected } + body bytes
+//   err: TransportError { type: "network-policy" | "limit" | "abort" | "timeout" | "network", message }
+//
+// Per fetch: refuse over maxFetches; validate the record; refuse a body over
+// maxRequestBytes; wait for a slot (maxConcurrentFetches); then per hop (at most 20
+// redirects, followed here): check secrets and the network policy, resolve the name once,
+// connect to the checked address, read the body under maxResponseBytes and the caller's
+// memory budget; finally redact secret values from everything handed back.
+import type { Dispatcher } from "undici";
+import type { TransportResponseRecord } from "../../guest-lib/types/bridge.js";
+import { NetworkPolicy, type CheckedTarget } from "../net/policy.js";
+import type { HostResolver } from "../net/resolver.js";
+import { Cancellation, untilCancelled } from "./cancellation.js";
+import { exchange, type BodyLimit, type Exchange } from "./exchange.js";
+import { ConcurrencyGate, resolveFetchLimits, type FetchLimits } from "./limits.js";
+import { MAX_REDIRECTS, isRedirectStatus, locationUrl, redirectHop, type Hop } from "./redirect.js";
+import { validateRequest, type TransportRequest } from "./requestRecord.js";
+import { SecretStore, type SecretSpec } from "./secrets.js";
+import { asBuffer } from "./bytes.js";
+import { sharedDispatcher } from "./sharedDispatcher.js";
+import { TransportError, asTransportError, limitError, networkError } from "./transportError.js";
+
+export type { FetchLimits } from "./limits.js";
+export type { SecretSpec } from "./secrets.js";
+export type { TransportRequest } from "./requestRecord.js";
+export { TransportError } from "./transportError.js";
+
+export interface SandboxFetchTransportOptions {
+  /** net.allow entries; empty: no network at all. */
+  allow: readonly string[];
+  /** Missing limits take DEFAULT_FETCH_LIMITS. */
+  limits?: Partial<FetchLimits>;
+  secrets?: Record<string, SecretSpec>;
+  /** Name resolution (tests pass one with a fake lookup); default: the thread's shared resolver. */
+  resolver?: HostResolver;
+}
+
+export interface TransportFetchOptions {
+  /** Aborting it cancels the request and destroys its socket; the fetch rejects with type "abort". */
+  signal?: AbortSignal;
+  /** Bytes the sandbox can still take in (wasm memory headroom); checked like a second maxResponseBytes. */
+  responseBodyBudget?: () => number;
+}
+
+export interface TransportResult {
+  response: TransportResponseRecord;
+  /** The body bytes (possibly a view into a larger buffer: copy from byteOffset). */
+  body: Uint8Array;
+}
+
+const CONNECT_FAILURES = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "EAFNOSUPPORT", "UND_ERR_CONNECT_TIMEOUT"]);
+const NO_BUDGET = () => Infinity;
+
+export class SandboxFetchTransport {
+  readonly stats = { fetches: 0 };
+  readonly limits: Readonly<FetchLimits>;
+  readonly #policy: NetworkPolicy;
+  readonly #secrets: SecretStore;
+  readonly #dispatcher: Dispatcher;
+  readonly #gate: ConcurrencyGate;
+  readonly #inFlight = new Set<Cancellation>();
+  #runFetches = 0;
+
+  constructor(options: SandboxFetchTransportOptions, dispatcher: Dispatcher = sharedDispatcher()) {
+    this.#policy = new NetworkPolicy(options.allow, options.resolver);
+    this.limits = Object.freeze(resolveFetchLimits(options.limits));
+    this.#secrets = new SecretStore(options.secrets ?? {});
+    this.#dispatcher = dispatcher;
+    this.#gate = new ConcurrencyGate(this.limits.maxConcurrentFetches);
+  }
+
+  /** Starts a run (or plugin call): maxFetches and stats.fetches count from zero again. */
+  beginRun(): void {
+    this.#runFetches = 0;
+    this.stats.fetches = 0;
+  }
+
+  /** What the guest's secret(name) returns; throws a TypeError for an unknown name. */
+  secretPlaceholder(name: string): string {
+    return this.#secrets.placeholder(name);
+  }
+
+  /** Cancels every fetch in flight or waiting for a slot (the run ended); they reject with type "abort". */
+  abortAll(message = "fetch aborted: the run ended"): void {
+    for (const cancellation of [...this.#inFlight]) cancellation.cancel(new TransportError("abort", message));
+  }
+
+  async fetch(request: TransportRequest, options: TransportFetchOptions = {}): Promise<TransportResult> {
+    const { signal, responseBodyBudget = NO_BUDGET } = options;
+    const cancellation = new Cancellation();
+    const onAbort = () => cancellation.cancel(new TransportError("abort", "fetch aborted"));
+    let timer: NodeJS.Timeout | undefined;
+    let holdsSlot = false;
+    try {
+      if (this.#runFetches >= this.limits.maxFetches) {
+        throw limitError(`maxFetches (${this.limits.maxFetches}) reached: no more fetches in this run`);
+      }
+      this.#runFetches++;
+      this.stats.fetches++;
+      const { hop, redirect } = validateRequest(request);
+      const bodyBytes = hop.body?.byteLength ?? 0;
+      if (bodyBytes > this.limits.maxRequestBytes) {
+        throw limitError(`maxRequestBytes (${this.limits.maxRequestBytes} bytes) exceeded: the request body is ${bodyBytes} bytes`);
+      }
+      if (signal?.aborted) onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#inFlight.add(cancellation);
+
+      const wait = this.#gate.acquire(cancellation);
+      if (wait) await wait;
+      holdsSlot = true;
+      if (cancellation.reason) throw cancellation.reason;
+      const timeoutMs = this.limits.requestTimeoutMs;
+      if (Number.isFinite(timeoutMs)) {
+        timer = setTimeout(
+          () => cancellation.cancel(new TransportError("timeout", `limit: requestTimeoutMs (${timeoutMs} ms) exceeded`)),
+          timeoutMs,
+        );
+      }
+      return await this.#follow(hop, redirect, cancellation, this.#bodyLimit(responseBodyBudget));
+    } catch (error) {
+      const failure = asTransportError(error);
+      throw this.#secrets.size === 0 ? failure : new TransportError(failure.type, this.#secrets.redactText(failure.message));
+    } finally {
+      clearTimeout(timer);
+      if (holdsSlot) this.#gate.release();
+      signal?.removeEventListener("abort", onAbort);
+      this.#inFlight.delete(cancellation);
+    }
+  }
+
+  async #follow(first: Hop, mode: "follow" | "manual" | "error", cancellation: Cancellation, limit: BodyLimit): Promise<TransportResult> {
+    let hop = first;
+    // Which bodies are worth reading: not those of redirects about to be followed or refused.
+    const wantsBody = (status: number, headers: readonly [string, string][]) =>
+      !isRedirectStatus(status) || mode === "manual" || (mode === "follow" && !headers.some(([n]) => n.toLowerCase() === "location"));
+    for (let redirects = 0; ; redirects++) {
+      const result = await this.#send(hop, cancellation, limit, wantsBody);
+      if (isRedirectStatus(result.status) && mode !== "manual") {
+        // Fetch 4.3 "HTTP fetch" step 9 (mode "error"), 4.4 "HTTP-redirect fetch" (mode "follow").
+        if (mode === "error") throw networkError(`the server redirected (${result.status}) and the request's redirect mode is "error"`);
+        const location = locationUrl(result.headers, hop.url);
+        if (location) {
+          if (redirects === MAX_REDIRECTS) throw networkError(`too many redirects (more than ${MAX_REDIRECTS})`);
+          hop = redirectHop(hop, result.status, location);
+          continue;
+        }
+      }
+      return this.#respond(result, hop.url, redirects > 0, limit);
+    }
+  }
+
+  /** One hop: secrets, policy, then the exchange with the checked address (the next one if a connection fails). */
+  async #send(hop: Hop, cancellation: Cancellation, limit: BodyLimit, wantsBody: (status: number, headers: readonly [string, string][]) => boolean): Promise<Exchange> {
+    const url = hop.url;
+    let headers = hop.headers;
+    if (this.#secrets.size > 0) {
+      this.#policy.target(url); // scheme and host refusals come before secret refusals
+      const origin = url.origin;
+      this.#secrets.checkUrl(url.href, origin);
+      headers = this.#secrets.headersFor(headers, origin);
+      if (hop.body) this.#secrets.checkBody(hop.body);
+    }
+    const target = await untilCancelled(this.#policy.check(url), cancellation);
+    const request = {
+      origin: "",
+      path: url.pathname + url.search,
+      method: hop.method,
+      headers: wireHeaders(target, headers),
+      body: hop.body ? asBuffer(hop.body) : null,
+      wantsBody,
+    };
+    const last = target.addresses.length - 1;
+    for (let i = 0; ; i++) {
+      request.origin = ipOrigin(target, i);
+      try {
+        return await exchange(this.#dispatcher, request, cancellation, limit);
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (i === last || cancellation.reason || typeof code !== "string" || !CONNECT_FAILURES.has(code)) throw error;
+      }
+    }
+  }
+
+  #respond(result: Exchange, url: URL, redirected: boolean, limit: BodyLimit): TransportResult {
+    const secrets = this.#secrets;
+    if (secrets.size === 0) {
+      return {
+        response: { status: result.status, statusText: result.statusText, headers: result.headers, url: url.href, redirected },
+        body: result.body,
+      };
+    }
+    const body = secrets.redactBytes(result.body);
+    if (body.byteLength > result.body.byteLength) {
+      const refusal = limit(body.byteLength, false);
+      if (refusal) throw refusal;
+    }
+    return {
+      response: {
+        status: result.status,
+        statusText: secrets.redactText(result.statusText),
+        headers: result.headers.map(([name, value]) => [secrets.redactText(name), secrets.redactText(value)]),
+        url: secrets.redactText(url.href),
+        redirected,
+      },
+      body,
+    };
+  }
+
+  #bodyLimit(budget: () => number): BodyLimit {
+    const max = this.limits.maxResponseBytes;
+    return (bytes, declared) => {
+      const detail = declared ? `: Content-Length is ${bytes}` : " while reading the response body";
+      if (bytes > max) return limitError(`maxResponseBytes (${max} bytes) exceeded${detail}`);
+      const room = budget();
+      if (bytes > room) {
+        return limitError(`memoryBytes: the response body does not fit in the sandbox's free memory (${Math.max(0, Math.floor(room))} bytes)${detail}`);
+      }
+      return null;
+    };
+  }
+}
+
+function ipOrigin(target: CheckedTarget, index: number): string {
+  const address = target.addresses[index]!;
+  const host = address.family === 6 ? `[${address.address}]` : address.address;
+  return `${target.scheme}//${host}:${target.port}`;
+}
+
+const DEFAULT_HEADERS: [string, string][] = [
+  ["accept", "*/*"], // Fetch 4.1 "main fetch": Accept defaults to */*
+  ["user-agent", "scriptbox"],
+  ["accept-encoding", "gzip, deflate, br"], // decoded by contentDecoding.ts
+];
+
+/** Host first (undici takes the TLS servername from it), the request's headers, then defaults it lacks. */
+function wireHeaders(target: CheckedTarget, headers: readonly [string, string][]): string[] {
+  const flat: string[] = ["host", target.hostHeader];
+  let has = 0;
+  for (const [name, value] of headers) {
+    flat.push(name, value);
+    const lower = name.length >= 6 && name.length <= 15 ? name.toLowerCase() : "";
+    for (let d = 0; d < DEFAULT_HEADERS.length; d++) if (lower === DEFAULT_HEADERS[d]![0]) has |= 1 << d;
+  }
+  for (let d = 0; d < DEFAULT_HEADERS.length; d++) if (!(has & (1 << d))) flat.push(DEFAULT_HEADERS[d]![0], DEFAULT_HEADERS[d]![1]);
+  return flat;
+}

@@ -1,0 +1,120 @@
+// The deny-by-default network policy of one sandbox. A request hop is allowed when
+//   1. its scheme is http: or https:,
+//   2. an entry of net.allow matches its host and port (allowEntry.ts), and
+//   3. every address it will connect to is public unicast, or is named by an entry: the
+//      entry is that IP literal, or the host is `localhost`/`*.localhost` named exactly.
+// Host names are resolved here, once; the caller must connect to one of the returned
+// addresses (never to the name again), so what was checked is what is reached.
+import {
+  parseAllowEntry,
+  entryMatchesHost,
+  entryNamesAddress,
+  defaultPort,
+  isLocalhostName,
+  type AllowEntry,
+  type RequestTarget,
+} from "./allowEntry.js";
+import { parseIpLiteral, type CanonicalAddress } from "./addressClass.js";
+import { sharedResolver, type HostResolver } from "./resolver.js";
+
+export class NetworkPolicyError extends Error {
+  readonly type = "network-policy" as const;
+  constructor(detail: string) {
+    super(`network policy: ${detail}`);
+    this.name = "NetworkPolicyError";
+  }
+}
+
+/** DNS failed for an allowed host: a network error, not a policy refusal. */
+export class HostResolutionError extends Error {
+  readonly type = "network" as const;
+  readonly code: string | undefined;
+  constructor(hostname: string, cause: unknown) {
+    const code = (cause as { code?: string } | null)?.code;
+    super(`fetch failed: cannot resolve ${hostname}${code ? ` (${code})` : ""}`, { cause });
+    this.name = "HostResolutionError";
+    this.code = code;
+  }
+}
+
+/** An allowed hop: where to connect and what to call the host on the wire. */
+export interface CheckedTarget extends RequestTarget {
+  /** Host header value: the URL's host, with the port only when it is not the default. */
+  hostHeader: string;
+  /** The addresses the policy allowed, in connection order; never empty. */
+  addresses: CanonicalAddress[];
+}
+
+export class NetworkPolicy {
+  readonly entries: readonly AllowEntry[];
+  readonly #resolver: HostResolver;
+
+  constructor(allow: readonly string[], resolver: HostResolver = sharedResolver()) {
+    if (!Array.isArray(allow)) throw new TypeError("net.allow must be an array of strings");
+    this.entries = allow.map(parseAllowEntry);
+    this.#resolver = resolver;
+  }
+
+  /** The synchronous part of the check: scheme and host. Throws NetworkPolicyError. */
+  target(url: URL): RequestTarget {
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new NetworkPolicyError(`the ${JSON.stringify(url.protocol)} scheme is not allowed; only http: and https: URLs can be fetched`);
+    }
+    const scheme = url.protocol;
+    const port = url.port === "" ? defaultPort(scheme) : Number(url.port);
+    const raw = url.hostname;
+    const ip = parseIpLiteral(raw);
+    const hostname = ip ? ip.address : raw.endsWith(".") ? raw.slice(0, -1) : raw;
+    const target: RequestTarget = { scheme, hostname, port, ip };
+    if (ip?.special) {
+      if (!this.entries.some((e) => entryNamesAddress(e, target, ip))) {
+        const bare = raw.startsWith("[") ? raw.slice(1, -1) : raw;
+        const where = hostPort(bare, port) + (bare === ip.address ? "" : ` (${ip.address})`);
+        throw new NetworkPolicyError(`${where} is ${ip.special.description}; add ${JSON.stringify(suggestion(target))} to net.allow`);
+      }
+      return target;
+    }
+    if (!this.entries.some((e) => entryMatchesHost(e, target))) {
+      const where = hostPort(hostname, port);
+      const hint = this.entries.length === 0 ? " (net.allow is empty: no network access)" : "";
+      throw new NetworkPolicyError(`${where} is not in net.allow${hint}; add ${JSON.stringify(suggestion(target))} to net.allow`);
+    }
+    return target;
+  }
+
+  /** The full check: scheme, host, then the resolved addresses. */
+  async check(url: URL): Promise<CheckedTarget> {
+    const target = this.target(url);
+    const hostHeader = url.host;
+    if (target.ip) return { ...target, hostHeader, addresses: [target.ip] };
+
+    let resolved: CanonicalAddress[];
+    try {
+      resolved = await this.#resolver.resolve(target.hostname);
+    } catch (error) {
+      throw new HostResolutionError(target.hostname, error);
+    }
+    const addresses = resolved.filter((a) => a.special === null || this.entries.some((e) => entryNamesAddress(e, target, a)));
+    if (addresses.length === 0) {
+      const first = resolved[0]!;
+      const where = hostPort(target.hostname, target.port);
+      const advice = isLocalhostName(target.hostname)
+        ? suggestion(target)
+        : suggestion({ ...target, hostname: first.address, ip: first });
+      throw new NetworkPolicyError(
+        `${where} resolves to ${first.address}, ${first.special!.description}; add ${JSON.stringify(advice)} to net.allow`,
+      );
+    }
+    return { ...target, hostHeader, addresses };
+  }
+}
+
+function hostPort(host: string, port: number): string {
+  return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+// The entry to suggest: host:port, or the bare host when the port is the scheme's default.
+function suggestion(target: RequestTarget): string {
+  const host = target.ip?.family === 6 ? `[${target.hostname}]` : target.hostname;
+  return target.port === defaultPort(target.scheme) && !target.ip ? host : `${host}:${target.port}`;
+}
