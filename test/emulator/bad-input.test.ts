@@ -162,3 +162,34 @@ describe("OAuth endpoints' bad input: RFC error bodies, no-store, nothing writte
     expect((await api("POST", "/oauth2/device/deny", { token: pat })).status).toBe(400);
   });
 });
+
+describe("a sweep of odd requests over every route", () => {
+  it("never answers 5xx", async () => {
+    const paths = [
+      "/api/v1/team", "/api/v1/team/invitations", "/api/v1/team/invitations/inv_x", "/api/v1/team/subscription", "/api/v1/team/users",
+      "/api/v1/team/users/usr_x", "/api/v1/team/users/usr_x/seat", "/api/v1/user", "/api/v1/user/billing/voucher-claims",
+      "/api/v1/workspace/ws_x", "/oauth2/authorize", "/oauth2/device/authorize", "/oauth2/device/information", "/oauth2/device/approve",
+      "/oauth2/device/deny", "/oauth2/introspect", "/oauth2/register", "/oauth2/register/cli_x", "/oauth2/token", "/oauth2/consent/areq_x",
+      "/device", "/dashboard", "/dashboard/graphql", "/dashboard/login", "/__emulator/clock", "/.well-known/oauth-authorization-server",
+    ];
+    const queries = ["", "?user_code=%00&scope=%2C%2C", "?client_id=a&client_id=b&redirect_uri=x", "?x[y]=1&user_code=BCDF-GHJK"];
+    const bodies: { body?: string; contentType?: string; json?: unknown }[] = [
+      {}, { body: "{", contentType: "application/json" }, { json: { a: [1, { b: null }], seconds: -1, query: 5 } },
+      { body: "a=1&a=2&grant_type=&token=", contentType: "application/x-www-form-urlencoded" }, { json: "string" },
+      { body: "\u0000\uffff", contentType: "text/plain" }, { body: "x", contentType: "multipart/form-data; boundary=x" },
+    ];
+    const failures: string[] = [];
+    for (const path of paths) {
+      for (const method of ["GET", "POST", "PUT", "DELETE"]) {
+        for (const [i, query] of queries.entries()) {
+          for (const request of bodies) {
+            if (method === "GET" && request !== bodies[0]) continue;
+            const answer = await api(method, path + query, { ...request, token: i % 2 === 0 ? pat : undefined, cookie: `SERVICE_SESSION=${emu.seed.CLOUD_SESSION}` });
+            if (answer.status >= 500) failures.push(`${method} ${path}${query} ${JSON.stringify(request).slice(0, 60)} -> ${answer.status} ${answer.text.slice(0, 100)}`);
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  }, 120_000);
+});

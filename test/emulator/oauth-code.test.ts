@@ -192,8 +192,15 @@ describe("refresh tokens (RFC 6749 §6, RFC 9700 §4.14.2)", () => {
   it("rotate on every use, may narrow the scope, and a reused one revokes the whole family", async () => {
     const code = (await consent({ client_id: app.client_id, scope: "user:read billing:write" })).get("code")!;
     const first = (await exchange(code)).body;
+    const introspect = (value: string) =>
+      api("POST", "/oauth2/introspect", { body: form({ token: value, token_type_hint: "refresh_token" }), headers: { authorization: basic(app.client_id, app.client_secret) } });
+    expect((await introspect(first.refresh_token)).body).toMatchObject({
+      active: true, client_id: app.client_id, sub: emu.seedUsers[0]!.id, token_type: "refresh_token",
+      meta: { kind: "user", workspace_id: emu.seed.CLOUD_WORKSPACE_ID },
+    });
     const second = await refresh(first.refresh_token);
     expect(second.status).toBe(200);
+    expect((await introspect(first.refresh_token)).body).toEqual({ active: false }); // rotated out
     expect(second.body.refresh_token).not.toBe(first.refresh_token);
     expect(second.body.scope).toBe("user:read billing:write");
     const narrowed = await refresh(second.body.refresh_token, { scope: "user:read" });

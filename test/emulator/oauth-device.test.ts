@@ -75,6 +75,11 @@ describe("polling (RFC 8628 §3.4-3.5)", () => {
     // The token acts for the approving user on the two endpoints that take OAuth tokens.
     const me = await api("GET", "/api/v1/user", { token: granted.body.access_token });
     expect(me.body.email).toBe("ada@acme.example");
+    const claim = await api("POST", "/api/v1/user/billing/voucher-claims", { token: granted.body.access_token, json: { code: emu.seed.CLOUD_VOUCHER_CODE } });
+    expect(claim.status).toBe(201);
+    expect(claim.body.credit).toEqual({ amount: 5000, currency: "usd" });
+    // OAuth tokens do not open the PAT-only endpoints.
+    expect((await api("GET", "/api/v1/team", { token: granted.body.access_token })).status).toBe(401);
     // A device code works once.
     const again = await poll(device_code);
     expect(again.status).toBe(400);

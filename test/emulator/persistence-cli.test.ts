@@ -57,7 +57,8 @@ afterEach(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe("scriptbox emulator (CLI)", () => {
+// Child processes start slower on a loaded machine: generous per-test time, no timing assertions.
+describe("scriptbox emulator (CLI)", { timeout: 120_000 }, () => {
   it("prints the seed as KEY=value lines, serves them, and exits 0 on SIGTERM", async () => {
     const started = await startCli(["--seed"]);
     expect(Object.keys(started.seed)).toEqual([
