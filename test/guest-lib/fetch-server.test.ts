@@ -1,0 +1,155 @@
+// fetch() from the guest against a real node:http server on 127.0.0.1 (guest half of the
+// fetch flow: request record, body bytes, response and error mapping, abort).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { guest } from "./run.js";
+
+let server: Server;
+let origin = "";
+let allow: { allow: string[] };
+let slowClosed: Promise<void>;
+let markSlowClosed: () => void;
+
+async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://localhost");
+  if (url.pathname === "/echo") {
+    const body = await readBody(req);
+    res.setHeader("content-type", req.headers["content-type"] ?? "application/octet-stream");
+    res.setHeader("x-method", req.method ?? "");
+    res.setHeader("x-headers", JSON.stringify(req.headers));
+    res.setHeader("set-cookie", ["a=1; Path=/", "b=2"]);
+    res.end(body);
+  } else if (url.pathname.startsWith("/redirect/")) {
+    res.statusCode = Number(url.pathname.slice(10));
+    res.setHeader("location", "/echo");
+    res.end();
+  } else if (url.pathname === "/slow") {
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.write("partial");
+    req.socket.on("close", () => markSlowClosed());
+  } else if (url.pathname === "/status") {
+    res.statusCode = 418;
+    res.statusMessage = "Teapot Here";
+    res.end("short and stout");
+  } else {
+    res.statusCode = 404;
+    res.end();
+  }
+}
+
+beforeAll(async () => {
+  slowClosed = new Promise((resolve) => (markSlowClosed = resolve));
+  server = createServer((req, res) => void handle(req, res));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  origin = `http://127.0.0.1:${port}`;
+  allow = { allow: [`127.0.0.1:${port}`] };
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+describe("fetch against a local server", () => {
+  test("Fetch §5.6: status, statusText, headers (Set-Cookie kept apart), url, a text body round trip, a relative URL against location", async () => {
+    const v = await guest<unknown[]>(
+      `const r = await fetch("${origin}/echo", { method: "POST", body: "héllo", headers: { "X-Custom": "1" } });
+      const sent = JSON.parse(r.headers.get("x-headers"));
+      const teapot = await fetch("/status");
+      return [r.status, r.statusText, r.ok, r.type, r.url, r.redirected, await r.text(), r.headers.get("x-method"), r.headers.getSetCookie(),
+        sent["x-custom"], sent["content-type"], teapot.status, teapot.statusText, teapot.ok, await teapot.text(),
+        (() => { try { r.headers.set("a", "b"); return "mutable"; } catch (e) { return e.name; } })()];`,
+      { net: allow, location: `${origin}/page` },
+    );
+    expect(v).toEqual([200, "OK", true, "basic", `${origin}/echo`, false, "héllo", "POST", ["a=1; Path=/", "b=2"], "1", "text/plain;charset=UTF-8",
+      418, "Teapot Here", false, "short and stout", "TypeError"]);
+  });
+
+  test("Fetch §4.4 redirects: followed by the host, redirected and the final url set; 303 turns POST into GET", async () => {
+    const v = await guest<unknown[]>(
+      `const out = [];
+      for (const status of [301, 302, 303, 307, 308]) {
+        const r = await fetch("${origin}/redirect/" + status, { method: "POST", body: "b" });
+        out.push([status, r.status, r.redirected, r.url, r.headers.get("x-method")]);
+      }
+      const manual = await fetch("${origin}/redirect/302", { redirect: "manual" });
+      out.push([manual.status, manual.redirected]);
+      return out;`,
+      { net: allow },
+    );
+    const final = `${origin}/echo`;
+    expect(v.slice(0, 5)).toEqual([
+      [301, 200, true, final, "GET"],
+      [302, 200, true, final, "GET"],
+      [303, 200, true, final, "GET"],
+      [307, 200, true, final, "POST"],
+      [308, 200, true, final, "POST"],
+    ]);
+    expect(v[5]).toEqual([302, false]);
+  });
+
+  test("bodies cross as bytes: a 256 KiB binary body and a FormData upload come back intact", async () => {
+    const v = await guest<unknown[]>(
+      `const sent = new Uint8Array(256 * 1024);
+      for (let i = 0; i < sent.length; i++) sent[i] = (i * 7 + (i >> 8)) & 255;
+      const r = await fetch("${origin}/echo", { method: "PUT", body: sent });
+      const got = new Uint8Array(await r.arrayBuffer());
+      let same = got.length === sent.length;
+      for (let i = 0; same && i < got.length; i++) same = got[i] === sent[i];
+      const fd = new FormData();
+      fd.append("field", "välue");
+      fd.append("upload", new File([sent.subarray(0, 1000)], "data.bin", { type: "application/x-test" }));
+      const echoed = await fetch("${origin}/echo", { method: "POST", body: fd });
+      const back = await echoed.formData();
+      const file = back.get("upload");
+      const fileBytes = new Uint8Array(await file.arrayBuffer());
+      let fileSame = fileBytes.length === 1000;
+      for (let i = 0; fileSame && i < 1000; i++) fileSame = fileBytes[i] === sent[i];
+      return [got.length, same, back.get("field"), file.name, file.type, fileSame];`,
+      { net: allow },
+    );
+    expect(v).toEqual([256 * 1024, true, "välue", "data.bin", "application/x-test", true]);
+  });
+
+  test("Fetch §5.6 abort: aborting in the middle of a slow response rejects with the signal's reason and closes the socket", async () => {
+    const v = await guest<unknown[]>(
+      `const c = new AbortController();
+      setTimeout(() => c.abort(), 150);
+      let first;
+      try { await fetch("${origin}/slow", { signal: c.signal }); first = "resolved"; } catch (e) { first = [e.name, e instanceof DOMException]; }
+      const c2 = new AbortController();
+      setTimeout(() => c2.abort(new Error("custom reason")), 50);
+      let second;
+      try { await fetch("${origin}/slow", { signal: c2.signal }); second = "resolved"; } catch (e) { second = e.message; }
+      return [first, second];`,
+      { net: allow },
+    );
+    expect(v).toEqual([["AbortError", true], "custom reason"]);
+    await slowClosed; // the host cancelled the request and closed its socket
+  });
+
+  test("Fetch §5.2 header injection attempts fail in the guest before anything reaches the wire", async () => {
+    const v = await guest<unknown[]>(
+      `const tries = [{ "x-a": "1\\r\\nInjected: yes" }, { "x-a\\r\\nInjected": "yes" }, { "x-a": "1\\nInjected: yes" }, { "x-a": "nul\\0" }, [["bad name", "v"]]];
+      const out = [];
+      for (const headers of tries) { try { await fetch("${origin}/echo", { headers }); out.push("sent"); } catch (e) { out.push(e.name); } }
+      try { await fetch("${origin}/echo", { method: "GET\\r\\nX: y" }); out.push("sent"); } catch (e) { out.push(e.name); }
+      return out;`,
+      { net: allow },
+    );
+    expect(v).toEqual(Array(6).fill("TypeError"));
+  });
+
+  test("a host the network policy does not allow is a TypeError starting with 'network policy:'", async () => {
+    const v = await guest<string>(`try { await fetch("${origin}/echo"); return "sent"; } catch (e) { return e.name + ": " + e.message; }`);
+    expect(v).toMatch(/^TypeError: network policy: /);
+  });
+});
