@@ -34,6 +34,8 @@ export interface Exchange {
 
 /** How much of an unwanted body (a redirect's) is read to keep the connection; past this it is closed. */
 const DRAIN_LIMIT = 64 * 1024;
+/** Bodies up to this size are read straight into one buffer sized by Content-Length; larger ones are collected as they come. */
+const MAX_PREALLOCATION = 64 * 1024 * 1024;
 
 export function exchange(dispatcher: Dispatcher, request: ExchangeRequest, cancellation: Cancellation, limit: BodyLimit): Promise<Exchange> {
   return new Promise((resolve, reject) => {
@@ -131,7 +133,7 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
         (chunk) => this.#keep(chunk),
         (error) => this.fail(Object.assign(new Error(`cannot decode the response body (${contentEncoding}): ${error.message}`), { cause: error })),
       );
-    } else if (declared !== null && declared > 0) {
+    } else if (declared !== null && declared > 0 && declared <= MAX_PREALLOCATION) {
       this.#preallocated = ownedBuffer(declared); // only the written part is ever returned
     }
   }

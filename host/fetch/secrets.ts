@@ -25,8 +25,8 @@ export interface SecretSpec {
 
 export const PLACEHOLDER_PREFIX = "scriptbox-secret.";
 const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-// A header value byte string: no NUL, CR or LF, nothing above U+00FF.
-const HEADER_VALUE = /^[^\0\r\n\u0100-\uffff]+$/;
+// A header field value as the transport sends it: tab, printable ASCII, obs-text bytes.
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]+$/;
 
 interface Secret {
   name: string;
@@ -93,12 +93,18 @@ export class SecretStore {
     return out ?? (headers as [string, string][]);
   }
 
-  /** Refuses a URL that carries a placeholder (raw or percent-encoded), or a secret's value to an origin not listed for it. */
+  /**
+   * Refuses a URL that carries a placeholder (as written, percent-decoded, in any letter
+   * case since URL hosts are lower-cased), or a secret's value to an origin not listed for it.
+   */
   checkUrl(url: string, origin: string): void {
     let text = url;
     for (let round = 0; round < 4; round++) {
+      const lower = text.toLowerCase();
       for (const secret of this.#secrets) {
-        if (text.includes(secret.placeholder)) throw refusal(secret, "its placeholder is in the URL; secrets are only substituted in request header values");
+        if (lower.includes(secret.placeholder.toLowerCase())) {
+          throw refusal(secret, "its placeholder is in the URL; secrets are only substituted in request header values");
+        }
         if (!secret.origins.has(origin) && text.includes(secret.value)) {
           throw refusal(secret, `the URL of a request to ${origin} carries its value; it may only be sent to ${listOrigins(secret)}`);
         }
@@ -107,6 +113,12 @@ export class SecretStore {
       if (decoded === text) return;
       text = decoded;
     }
+  }
+
+  /** Refuses a method that is a placeholder (placeholders are valid HTTP tokens). */
+  checkMethod(method: string): void {
+    const secret = this.#secrets.find((s) => method.includes(s.placeholder));
+    if (secret) throw refusal(secret, "its placeholder is the request method");
   }
 
   /** Refuses a request body that carries a placeholder. */
@@ -185,7 +197,7 @@ function validate(name: string, spec: SecretSpec, nonce: string): Secret {
   // Never echo the value in these messages.
   if (typeof value !== "string" || value === "") throw new TypeError(`secrets.${name}.value must be a non-empty string`);
   if (!HEADER_VALUE.test(value)) {
-    throw new TypeError(`secrets.${name}.value cannot be sent in a header: it has a NUL, CR or LF, or a character above U+00FF`);
+    throw new TypeError(`secrets.${name}.value cannot be sent in a header: it has a control character (CR, LF, NUL, …) or a character above U+00FF`);
   }
   if (!Array.isArray(origins) || origins.length === 0) throw new TypeError(`secrets.${name}.origins must list at least one origin`);
   const set = new Set<string>();

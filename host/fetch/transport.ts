@@ -165,6 +165,7 @@ export class SandboxFetchTransport {
       this.#policy.target(url); // scheme and host refusals come before secret refusals
       const origin = url.origin;
       this.#secrets.checkUrl(url.href, origin);
+      this.#secrets.checkMethod(hop.method);
       headers = this.#secrets.headersFor(headers, origin);
       if (hop.body) this.#secrets.checkBody(hop.body);
     }

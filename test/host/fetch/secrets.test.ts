@@ -159,6 +159,18 @@ describe("refusal: a placeholder going anywhere else fails the whole request (ne
     expect(r.sent).toEqual([0, 0]);
   });
 
+  test("in the URL's host, where the URL parser lower-cases it", async () => {
+    const t = transportFor(api, { allow: ["*"], secrets: { API_TOKEN: { value: TOKEN, origins: [api.origin] } } });
+    const r = await refused(t, `http://${t.secretPlaceholder("API_TOKEN")}.example.test/`, {});
+    expect(r.message).toMatch(/its placeholder is in the URL/);
+  });
+
+  test("as the request method", async () => {
+    const t = transport();
+    const r = await refused(t, `${api.origin}/echo`, { method: t.secretPlaceholder("API_TOKEN") });
+    expect(r.message).toMatch(/its placeholder is the request method/);
+  });
+
   test("in the body, even to the secret's own origin", async () => {
     const t = transport();
     const body = new TextEncoder().encode(JSON.stringify({ token: t.secretPlaceholder("API_TOKEN") }));
@@ -232,5 +244,31 @@ describe("redaction: secret values never come back", () => {
     expect(e.type).toBe("network");
     expect(e.message).toContain(t.secretPlaceholder("API_TOKEN"));
     expect(e.message).not.toContain(TOKEN);
+  });
+});
+
+describe("SecretStore redaction", () => {
+  const store = new SecretStore(
+    {
+      SHORT: { value: "abc123", origins: ["https://a.example"] },
+      LONG: { value: "abc123def", origins: ["https://a.example"] },
+      WORD: { value: "secret", origins: ["https://a.example"] }, // also a part of every placeholder
+    },
+    "NONCE",
+  );
+
+  test("overlapping values: the leftmost, then longest, match wins, in one pass", () => {
+    expect(store.redactText("x abc123def y abc123 z")).toBe("x scriptbox-secret.LONG.NONCE y scriptbox-secret.SHORT.NONCE z");
+  });
+
+  test("a value that occurs inside a placeholder does not make redaction loop or nest", () => {
+    expect(store.redactText("my secret")).toBe("my scriptbox-secret.WORD.NONCE");
+    const bytes = store.redactBytes(new TextEncoder().encode("a secret, another secret"));
+    expect(Buffer.from(bytes).toString()).toBe("a scriptbox-secret.WORD.NONCE, another scriptbox-secret.WORD.NONCE");
+  });
+
+  test("bytes without a secret come back as the same array", () => {
+    const body = new TextEncoder().encode("nothing to see");
+    expect(store.redactBytes(body)).toBe(body);
   });
 });

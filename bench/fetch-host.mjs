@@ -1,0 +1,128 @@
+// Host-side fetch baselines for the guest-vs-host fetch benchmark (issue 3): undici's own
+// `fetch` called in the host, and the sandbox transport (host/fetch/transport.ts) called
+// directly, without a guest. The lead's guest benchmark runs beside these against the same
+// server in the same run.
+//
+// The server runs in a worker thread so that on a 2-core machine it does not share the
+// client's event loop. Uses the built host (`npm run build` first; npm run bench does);
+// SCRIPTBOX_DIST=<dir> points at another build.
+// Standalone: node bench/fetch-host.mjs [requests]
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+
+const SERVER_ROLE = "scriptbox-fetch-bench-server";
+const LARGE_BYTES = 8 * 1024 * 1024;
+
+if (!isMainThread && workerData?.role === SERVER_ROLE) await serve();
+
+/** Worker side: GET /small answers a short JSON body, GET /large 8 MiB of bytes. */
+async function serve() {
+  const http = await import("node:http");
+  const small = Buffer.from(JSON.stringify({ id: "team_0", object: "team", name: "Bench", ok: true }));
+  const large = Buffer.alloc(LARGE_BYTES, 0x5a);
+  const server = http.createServer((req, res) => {
+    const body = req.url === "/large" ? large : small;
+    res.writeHead(200, { "content-type": req.url === "/large" ? "application/octet-stream" : "application/json", "content-length": body.length });
+    res.end(body);
+  });
+  server.keepAliveTimeout = 10_000;
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  parentPort.on("message", (message) => {
+    if (message !== "close") return;
+    server.closeAllConnections();
+    server.close(() => parentPort.postMessage("closed"));
+  });
+  parentPort.postMessage({ origin: `http://127.0.0.1:${server.address().port}` });
+}
+
+/** Starts the bench server in a worker thread: { origin, smallUrl, largeUrl, close() }. */
+export async function startBenchServer() {
+  const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { role: SERVER_ROLE } });
+  const { origin } = await new Promise((resolve, reject) => {
+    worker.once("message", resolve);
+    worker.once("error", reject);
+  });
+  return {
+    origin,
+    smallUrl: `${origin}/small`,
+    largeUrl: `${origin}/large`,
+    async close() {
+      worker.postMessage("close");
+      await new Promise((resolve) => worker.once("message", resolve));
+      await worker.terminate();
+    },
+  };
+}
+
+function rate(n, ms) {
+  return { requests: n, ms, requestsPerSecond: (n * 1000) / ms };
+}
+
+/** `n` sequential GETs with undici's fetch, each body read with arrayBuffer(). */
+export async function benchHostFetchBaseline(url, n) {
+  const { fetch } = await import("undici");
+  for (let i = 0; i < Math.min(50, n); i++) await (await fetch(url)).arrayBuffer(); // warm-up
+  const start = performance.now();
+  for (let i = 0; i < n; i++) await (await fetch(url)).arrayBuffer();
+  return rate(n, performance.now() - start);
+}
+
+/** `runs` sequential reads of a large body with undici's fetch + arrayBuffer(): MB/s. */
+export async function benchHostFetchBody(url, runs = 5) {
+  const { fetch } = await import("undici");
+  await (await fetch(url)).arrayBuffer();
+  let bytes = 0;
+  const start = performance.now();
+  for (let i = 0; i < runs; i++) bytes += (await (await fetch(url)).arrayBuffer()).byteLength;
+  const ms = performance.now() - start;
+  return { bytes, ms, megabytesPerSecond: bytes / 1e6 / (ms / 1000) };
+}
+
+async function transportFor(url, limits = {}) {
+  const dist = process.env.SCRIPTBOX_DIST ? pathToFileURL(`${process.env.SCRIPTBOX_DIST}/`) : new URL("../dist/", import.meta.url);
+  const { SandboxFetchTransport } = await import(new URL("host/fetch/transport.js", dist).href);
+  const { host } = new URL(url);
+  return new SandboxFetchTransport({ allow: [host], limits: { maxFetches: Infinity, maxResponseBytes: 64 * 1024 * 1024, ...limits } });
+}
+
+const record = (url) => ({ url, method: "GET", headers: [], redirect: "follow", body: null });
+
+/** `n` sequential GETs through the sandbox transport alone (no guest, no bridge). */
+export async function benchTransport(url, n) {
+  const transport = await transportFor(url);
+  for (let i = 0; i < Math.min(50, n); i++) await transport.fetch(record(url));
+  const start = performance.now();
+  for (let i = 0; i < n; i++) await transport.fetch(record(url));
+  return rate(n, performance.now() - start);
+}
+
+/** `runs` sequential reads of a large body through the sandbox transport alone: MB/s. */
+export async function benchTransportBody(url, runs = 5) {
+  const transport = await transportFor(url);
+  await transport.fetch(record(url));
+  let bytes = 0;
+  const start = performance.now();
+  for (let i = 0; i < runs; i++) bytes += (await transport.fetch(record(url))).body.byteLength;
+  const ms = performance.now() - start;
+  return { bytes, ms, megabytesPerSecond: bytes / 1e6 / (ms / 1000) };
+}
+
+if (isMainThread && process.argv[1] === fileURLToPath(import.meta.url)) {
+  const n = Number(process.argv[2] ?? 2000);
+  const server = await startBenchServer();
+  try {
+    const host = await benchHostFetchBaseline(server.smallUrl, n);
+    const transport = await benchTransport(server.smallUrl, n);
+    const hostBody = await benchHostFetchBody(server.largeUrl);
+    const transportBody = await benchTransportBody(server.largeUrl);
+    const fmt = (x) => x.toFixed(0);
+    console.log(`${n} sequential small GETs`);
+    console.log(`  undici.fetch (host)      ${fmt(host.requestsPerSecond)} req/s`);
+    console.log(`  SandboxFetchTransport    ${fmt(transport.requestsPerSecond)} req/s (${(transport.requestsPerSecond / host.requestsPerSecond).toFixed(2)}x)`);
+    console.log(`8 MiB body`);
+    console.log(`  undici.fetch (host)      ${fmt(hostBody.megabytesPerSecond)} MB/s`);
+    console.log(`  SandboxFetchTransport    ${fmt(transportBody.megabytesPerSecond)} MB/s (${(transportBody.megabytesPerSecond / hostBody.megabytesPerSecond).toFixed(2)}x)`);
+  } finally {
+    await server.close();
+  }
+}
