@@ -90,6 +90,21 @@ describe("the transport enforces the network policy before connecting", () => {
     expect((await fetchText(transport, `http://multi.test:${server.port}/`)).text).toBe(`host=multi.test:${server.port}`);
   });
 
+  test("an allowed IPv6 literal is reached at that address; localhost falls back from 127.0.0.1 to ::1", async () => {
+    const http = await import("node:http");
+    const v6 = http.createServer((req, res) => res.end(`v6 host=${req.headers.host}`));
+    await new Promise<void>((resolve) => v6.listen(0, "::1", resolve));
+    const port = (v6.address() as import("node:net").AddressInfo).port;
+    try {
+      expect((await fetchText(transportFor(null, { allow: [`[::1]:${port}`] }), `http://[::1]:${port}/`)).text).toBe(`v6 host=[::1]:${port}`);
+      // localhost is 127.0.0.1 then ::1; nothing listens on 127.0.0.1 at this port.
+      expect((await fetchText(transportFor(null, { allow: [`localhost:${port}`] }), `http://localhost:${port}/`)).text).toBe(`v6 host=localhost:${port}`);
+    } finally {
+      v6.closeAllConnections();
+      await new Promise((resolve) => v6.close(resolve));
+    }
+  });
+
   test("a refused connection is a network error", async () => {
     const closed = await startServer((_q, s) => s.end());
     const port = closed.port;
