@@ -81,12 +81,11 @@ export class Auth {
 
   patFromToken(token: string): PatPrincipal | null {
     const selector = selectorOf("pat", token);
-    const pat = selector ? this.store.patBySelector(selector) : undefined;
-    if (!pat || !matchesHash(token, pat.secret_hash)) return null;
-    if (pat.revoked_at !== null || pat.expires_at <= this.clock.now()) return null;
-    const user = this.store.user(pat.user_id);
-    if (!user) return null;
-    return { kind: "pat", user, pat, teamId: pat.team_id, role: this.store.roleOf(pat.team_id, pat.user_id) };
+    const row = selector ? this.store.patWithOwner(selector) : undefined;
+    if (!row || !matchesHash(token, row.secret_hash)) return null;
+    if (row.revoked_at !== null || row.expires_at <= this.clock.now()) return null;
+    const { owner, role, ...pat } = row;
+    return { kind: "pat", user: JSON.parse(owner) as UserRow, pat, teamId: pat.team_id, role: role ?? undefined };
   }
 
   /** A PAT or an OAuth access token carrying `scope` (the two endpoints that take both). */

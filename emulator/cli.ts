@@ -37,12 +37,14 @@ export async function runEmulatorCommand(options: EmulatorCommandOptions): Promi
     `scriptbox emulator listening on ${emulator.baseUrl} (database: ${options.db ?? "in memory"}${flags ? `; ${flags}` : ""})\n`,
   );
 
+  let onSignal: (signal: NodeJS.Signals) => void = () => {};
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
+    onSignal = resolve;
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
   });
-  process.removeAllListeners("SIGINT");
-  process.removeAllListeners("SIGTERM");
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
   await emulator.close();
   process.stderr.write(`scriptbox emulator: stopped (${signal})\n`);
   return 0;

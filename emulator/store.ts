@@ -219,8 +219,16 @@ export class Store {
     return this.get("SELECT * FROM sessions WHERE selector = ?", selector);
   }
   insertPat(row: PatRow): void { this.insert("pats", row); }
-  patBySelector(selector: string): PatRow | undefined {
-    return this.get("SELECT * FROM pats WHERE selector = ?", selector);
+  /** A PAT with its owner and the owner's role in the PAT's team: one query per authenticated request. */
+  patWithOwner(selector: string): (PatRow & { owner: string; role: Role | null }) | undefined {
+    return this.get(
+      `SELECT p.*, json_object('id', u.id, 'email', u.email, 'name', u.name, 'created_at', u.created_at, 'updated_at', u.updated_at) AS owner,
+              m.role AS role
+         FROM pats p JOIN users u ON u.id = p.user_id
+         LEFT JOIN team_members m ON m.team_id = p.team_id AND m.user_id = p.user_id
+        WHERE p.selector = ?`,
+      selector,
+    );
   }
   pat(id: string): PatRow | undefined {
     return this.get("SELECT * FROM pats WHERE id = ?", id);
