@@ -39,9 +39,23 @@ const names = readdirSync(guestRoot, { withFileTypes: true })
   .map((d) => d.name)
   .sort();
 
+// The core is built last: it is told at build time which globals the web and http
+// modules provide, so that it can install them as lazy globals.
+// Every export of web and http is a global; the other modules name theirs.
+const GLOBAL_PROVIDERS = {
+  web: "*",
+  http: "*",
+  console: ["console"],
+  timers: ["setTimeout", "setInterval", "clearTimeout", "clearInterval", "queueMicrotask"],
+  crypto: ["crypto"],
+};
+const ordered = [...names.filter((n) => n !== "core"), ...names.filter((n) => n === "core")];
+const lazyGlobals = {};
+
 const modules = {};
-for (const name of names) {
+for (const name of ordered) {
   const result = await esbuild.build({
+    define: name === "core" ? { __SCRIPTBOX_LAZY_GLOBALS__: JSON.stringify(lazyGlobals) } : {},
     entryPoints: [join(guestRoot, name, "index.ts")],
     bundle: true,
     write: false,
@@ -54,7 +68,8 @@ for (const name of names) {
     minify: true,
     // Class and function names show in console output and error messages (`Headers {}`,
     // `TypeError` thrown by `Request`): keep them through minification.
-    keepNames: true,
+    // (Not for the core: it is parsed in every realm, and its names show nowhere.)
+    keepNames: name !== "core",
     legalComments: "none",
     external: ["scriptbox:*"],
     logLevel: "warning",
@@ -78,6 +93,8 @@ for (const name of names) {
     source: `(function (require) {\n${code}\nreturn __sbExports;\n})`,
     exports: [...output.exports].sort(),
   };
+  const provided = GLOBAL_PROVIDERS[name];
+  for (const exported of output.exports) if (provided === "*" || provided?.includes(exported)) lazyGlobals[exported] = name;
 }
 
 mkdirSync(join(dist, "guest-lib"), { recursive: true });

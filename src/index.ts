@@ -1,3 +1,20 @@
 // Public library API of scriptbox. Thin re-exports: the work is done in host/ and emulator/.
+export { createSandbox, runScript, Sandbox, Plugin } from "../host/sandbox.js";
+export { SandboxDisposedError, ScriptError } from "../host/errors.js";
+export { DEFAULT_LIMITS } from "../host/limits.js";
+export type {
+  CloudOption,
+  ErrorKind,
+  Limits,
+  LoadOptions,
+  LogEntry,
+  LogLevel,
+  RunOptions,
+  RunResult,
+  RunStats,
+  SandboxError,
+  SandboxOptions,
+  SecretOption,
+} from "../host/types.js";
 export { startEmulator } from "../emulator/index.js";
-export type { EmulatorOptions } from "../emulator/index.js";
+export type { EmulatorOptions, RunningEmulator, EmulatorSeed } from "../emulator/index.js";

@@ -36,7 +36,23 @@ export interface TransportErrorRecord {
   message: string;
 }
 
+export type LogLevel = "log" | "info" | "warn" | "error" | "debug" | "trace";
+
 export interface Bridge {
+  /** One console line; the host caps it (maxLogBytes), timestamps it and streams it. */
+  log(level: LogLevel, message: string): void;
+  /** Asks the host to call hooks.dispatchTimer(id) after delayMs (1..2^31-1), repeatedly if `repeat`. */
+  timerStart(id: number, delayMs: number, repeat: boolean, unref: boolean): void;
+  timerStop(id: number): void;
+  /** Evaluates guest module `name` (e.g. "http") in this context and returns its factory. */
+  loadModule(name: string): unknown;
+  /** The sandbox's env option as JSON text (a flat record of strings). */
+  env(): string;
+  /** The placeholder that stands for secret `name`; throws a TypeError for an unknown name. */
+  secret(name: string): string;
+  /** A promise's state, read by the host (for console formatting): [state, value or reason]. */
+  promiseState(promise: Promise<unknown>): ["pending", undefined] | ["fulfilled", unknown] | ["rejected", unknown];
+
   /**
    * Performs an HTTP request on the host. Resolves to [responseJson, bodyBytes]; rejects
    * with a TransportErrorRecord as JSON text. `fetchId` is chosen by the guest (unique per

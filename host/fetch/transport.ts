@@ -120,7 +120,7 @@ export class SandboxFetchTransport {
       const timeoutMs = this.limits.requestTimeoutMs;
       if (Number.isFinite(timeoutMs)) {
         timer = setTimeout(
-          () => cancellation.cancel(new TransportError("timeout", `limit: requestTimeoutMs (${timeoutMs} ms) exceeded`)),
+          () => cancellation.cancel(new TransportError("timeout", `limit: fetchTimeoutMs (${timeoutMs} ms) exceeded`)),
           timeoutMs,
         );
       }

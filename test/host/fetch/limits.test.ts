@@ -152,7 +152,7 @@ describe("requestTimeoutMs", () => {
   test("a response that never finishes fails with type timeout and its socket is closed", async () => {
     const transport = transportFor(server, { limits: { requestTimeoutMs: 200 } });
     const e = await failure(transport.fetch(request(`${server.origin}/never`)));
-    expect(e).toEqual({ type: "timeout", message: "limit: requestTimeoutMs (200 ms) exceeded" });
+    expect(e).toEqual({ type: "timeout", message: "limit: fetchTimeoutMs (200 ms) exceeded" });
     await server.socketClosed(server.requests.length - 1);
   });
 });

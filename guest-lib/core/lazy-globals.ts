@@ -1,0 +1,26 @@
+// Web globals (URL, fetch, Blob, …) exist from the start but their module is only loaded
+// when a script first touches one: an accessor on globalThis loads the module and
+// replaces itself with a plain data property, as web IDL defines interface objects
+// (writable, configurable, not enumerable). Assigning before touching also works.
+import { defineProperty } from "./intrinsics.js";
+import { requireModule } from "./modules.js";
+
+/** Filled in at build time from the web and http modules' export lists: { name: module }. */
+declare const __SCRIPTBOX_LAZY_GLOBALS__: Record<string, string>;
+
+export function installLazyGlobals(global: typeof globalThis): void {
+  const table = __SCRIPTBOX_LAZY_GLOBALS__;
+  for (const name in table) {
+    const moduleName = `scriptbox:${table[name]}`;
+    const settle = (value: unknown) => {
+      defineProperty(global, name, { value, writable: true, configurable: true, enumerable: false });
+      return value;
+    };
+    defineProperty(global, name, {
+      configurable: true,
+      enumerable: false,
+      get: () => settle((requireModule(moduleName) as Record<string, unknown>)[name]),
+      set: (value: unknown) => void settle(value),
+    });
+  }
+}

@@ -1,0 +1,45 @@
+// Memory headroom checks before the host moves bytes or text into an engine instance.
+//
+// quickjs-emscripten's newArrayBuffer/newString call malloc without a NULL check: at the
+// memory cap they write through address 0 and corrupt the instance (DESIGN.md, measured
+// facts). So before a large copy we ask malloc itself: allocate what the copy will need
+// (the staging buffer and QuickJS's own copy live at the same time), then free it. A
+// probe that fails means the copy would have failed; the guest call fails cleanly instead.
+import type { EngineInstance } from "./instance.js";
+import { moduleHeap } from "./internals.js";
+
+const SLACK_BYTES = 256 * 1024; // QuickJS's own bookkeeping around the copy
+
+export function canAllocate(engine: EngineInstance, stagingBytes: number, engineBytes: number): boolean {
+  const heap = moduleHeap(engine.module);
+  const staging = heap._malloc(stagingBytes + 8);
+  if (staging === 0) return false;
+  const copy = heap._malloc(engineBytes + SLACK_BYTES);
+  heap._free(staging);
+  if (copy === 0) return false;
+  heap._free(copy);
+  return true;
+}
+
+/** Bytes of an ArrayBuffer: staged once, copied once by QuickJS. */
+export function canMoveBytes(engine: EngineInstance, byteLength: number): boolean {
+  return byteLength < 64 * 1024 || canAllocate(engine, byteLength, byteLength);
+}
+
+/** A string: staged as UTF-8 (≤ 3 bytes per UTF-16 unit), stored by QuickJS as ≤ 2 bytes per unit. */
+export function canMoveString(engine: EngineInstance, length: number): boolean {
+  return length < 16 * 1024 || canAllocate(engine, length * 3, length * 2);
+}
+
+/** The largest body that can currently be moved in, found by probing (for fetch budgets). */
+export function largestMovableBytes(engine: EngineInstance, upTo: number): number {
+  if (canMoveBytes(engine, upTo)) return upTo;
+  let low = 0;
+  let high = upTo;
+  while (high - low > 64 * 1024) {
+    const mid = Math.floor((low + high) / 2);
+    if (canMoveBytes(engine, mid)) low = mid;
+    else high = mid;
+  }
+  return low;
+}

@@ -1,0 +1,81 @@
+// Limits: every one has a safe default, is validated where the embedder passes it, and
+// is enforced for real in the worker (see docs/limits.md for how each is enforced).
+import { ENGINE_INITIAL_MEMORY_BYTES } from "./engine/instance.js";
+
+export interface Limits {
+  /** Cap of the sandbox's wasm memory (QuickJS heap and stack live in it). */
+  memoryBytes: number;
+  /** QuickJS stack size; deeper recursion is a catchable InternalError in the guest. */
+  stackBytes: number;
+  /** Guest execution time per run, per plugin load and per plugin call. */
+  cpuTimeMs: number;
+  /** Whole run (or call) including time spent awaiting timers and fetches. */
+  wallTimeMs: number;
+  maxFetches: number;
+  maxConcurrentFetches: number;
+  maxRequestBytes: number;
+  maxResponseBytes: number;
+  /** Per-request timeout of a single fetch (connect to last byte). */
+  fetchTimeoutMs: number;
+  /** Timers pending at once. */
+  maxTimers: number;
+  /** Console output kept per run; the rest is dropped behind a truncation marker. */
+  maxLogBytes: number;
+}
+
+const MiB = 1024 * 1024;
+
+export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
+  memoryBytes: 64 * MiB,
+  stackBytes: 256 * 1024,
+  cpuTimeMs: 5_000,
+  wallTimeMs: 30_000,
+  maxFetches: 50,
+  maxConcurrentFetches: 6,
+  maxRequestBytes: 10 * MiB,
+  maxResponseBytes: 16 * MiB,
+  fetchTimeoutMs: 15_000,
+  maxTimers: 1_000,
+  maxLogBytes: 1 * MiB,
+});
+
+/** Bounds of what an embedder may configure (beyond them the engine is not safe or useful). */
+const BOUNDS: Record<keyof Limits, [min: number, max: number]> = {
+  // Below 24 MiB the engine's own 16 MiB baseline leaves scripts almost nothing.
+  memoryBytes: [ENGINE_INITIAL_MEMORY_BYTES + 8 * MiB, 4096 * MiB - 65536],
+  // Measured: deeper QuickJS stacks overflow the worker's native stack (docs/limits.md).
+  stackBytes: [16 * 1024, 1 * MiB],
+  cpuTimeMs: [1, 24 * 3600_000],
+  wallTimeMs: [1, 24 * 3600_000],
+  // No network at all is said with an empty net.allow, not with a zero fetch limit.
+  maxFetches: [1, 1_000_000],
+  maxConcurrentFetches: [1, 256],
+  maxRequestBytes: [1, 1024 * MiB],
+  maxResponseBytes: [1, 1024 * MiB],
+  fetchTimeoutMs: [1, 24 * 3600_000],
+  maxTimers: [0, 1_000_000],
+  maxLogBytes: [0, 256 * MiB],
+};
+
+export function resolveLimits(input: unknown): Limits {
+  if (input === undefined || input === null) return { ...DEFAULT_LIMITS };
+  if (typeof input !== "object" || Array.isArray(input)) throw new TypeError("limits must be an object");
+  const limits: Limits = { ...DEFAULT_LIMITS };
+  for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
+    if (!(key in BOUNDS)) throw new TypeError(`limits.${key} is not a known limit (known: ${Object.keys(BOUNDS).join(", ")})`);
+    if (value === undefined) continue;
+    const [min, max] = BOUNDS[key as keyof Limits];
+    if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
+      throw new RangeError(`limits.${key} must be a number from ${min} to ${max}, got ${String(value)}`);
+    }
+    limits[key as keyof Limits] = key === "memoryBytes" || key === "stackBytes" ? Math.floor(value) : value;
+  }
+  return limits;
+}
+
+/** "64 MiB", "512 KiB", "100 bytes": for limit messages. */
+export function formatBytes(bytes: number): string {
+  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}

@@ -1,0 +1,211 @@
+// The embedder's side of the worker threads: a small shared pool (one worker per core, at
+// most four) in which sandboxes live, plus dedicated workers for `isolate: true` sandboxes.
+//
+// Why workers: deep recursion or nested parsing inside QuickJS overflows the embedder's
+// native stack and poisons the runtime on the main thread, and terminating a worker is the
+// only hard stop for native builtins that ignore QuickJS's interrupt (DESIGN.md). The
+// watchdog below reads each worker's current guest deadline from shared memory and
+// terminates a worker stuck past it.
+import { Worker } from "node:worker_threads";
+import { availableParallelism } from "node:os";
+import { performance } from "node:perf_hooks";
+import { compiledEngineModule } from "./engine/wasm-binary.js";
+import type { WorkerInit, WorkerMessage, WorkerRequest } from "./protocol.js";
+import type { LogEntry } from "./types.js";
+import { WATCHDOG_BYTES, WATCHDOG_REASON } from "./worker/guard.js";
+
+/**
+ * How long past its deadline a guest may stay in native code before its worker is
+ * terminated. The interrupt stops JavaScript within a few ms of the deadline; this grace
+ * only matters for native builtins that ignore it (seconds past the deadline). It is
+ * generous because on a loaded machine a worker starved of CPU for a moment looks the
+ * same as a stuck one, and terminating a shared worker disposes its other sandboxes too.
+ */
+export const HARD_STOP_GRACE_MS = 500;
+const WATCHDOG_INTERVAL_MS = 20;
+const WORKER_STACK_MB = 16;
+const WARM_POOL_SIZE = 3;
+
+export class WorkerLostError extends Error {
+  constructor(
+    message: string,
+    /** The sandbox whose runaway guest made the watchdog terminate the worker, if any. */
+    readonly stoppedSandboxId: number | null,
+    readonly stopReason: "cpu" | "timeout" | null,
+  ) {
+    super(message);
+    this.name = "WorkerLostError";
+  }
+}
+
+interface Pending {
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+}
+
+export class WorkerConnection {
+  private readonly worker: Worker;
+  private readonly watchdog: Float64Array;
+  private readonly pending = new Map<number, Pending>();
+  private readonly logListeners = new Map<number, (entry: LogEntry) => void>();
+  private nextId = 1;
+  sandboxCount = 0;
+  lost: WorkerLostError | null = null;
+
+  constructor(private readonly pool: WorkerPool, readonly dedicated: boolean) {
+    const watchdog = new SharedArrayBuffer(WATCHDOG_BYTES);
+    this.watchdog = new Float64Array(watchdog);
+    const init: WorkerInit = { wasmModules: { release: compiledEngineModule("release") }, watchdog, warmPoolSize: dedicated ? 0 : WARM_POOL_SIZE };
+    this.worker = new Worker(new URL("./worker/entry.js", import.meta.url), {
+      workerData: init,
+      resourceLimits: { stackSizeMb: WORKER_STACK_MB },
+    });
+    this.worker.unref();
+    this.worker.on("message", (message: WorkerMessage) => this.onMessage(message));
+    this.worker.on("error", (error) => this.onLost(new WorkerLostError(`the sandbox worker failed: ${error.message}`, null, null)));
+    this.worker.on("exit", (code) => this.onLost(new WorkerLostError(`the sandbox worker exited (code ${code})`, null, null)));
+  }
+
+  request<T>(request: WorkerRequest): Promise<T> {
+    if (this.lost) return Promise.reject(this.lost);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      // A pending request keeps the process alive; an idle pool does not.
+      if (this.pending.size === 0) this.worker.ref();
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.pool.watch();
+      this.worker.postMessage({ id, request });
+    });
+  }
+
+  onLog(sandboxId: number, listener: ((entry: LogEntry) => void) | null): void {
+    if (listener) this.logListeners.set(sandboxId, listener);
+    else this.logListeners.delete(sandboxId);
+  }
+
+  get busy(): boolean {
+    return this.pending.size > 0;
+  }
+
+  private onMessage(message: WorkerMessage): void {
+    if (message.type === "log") {
+      const listener = this.logListeners.get(message.sandboxId);
+      if (listener) {
+        try {
+          listener(message.entry);
+        } catch (error) {
+          // The embedder's onLog threw: report it without disturbing the run.
+          process.emitWarning(`scriptbox: onLog threw: ${(error as Error).message}`);
+        }
+      }
+      return;
+    }
+    if (message.type !== "reply") return;
+    const pending = this.pending.get(message.id);
+    if (!pending) return;
+    this.pending.delete(message.id);
+    if (this.pending.size === 0) this.worker.unref();
+    if (message.ok) pending.resolve(message.value);
+    else pending.reject(Object.assign(new Error(message.error.message), { name: message.error.name }));
+  }
+
+  /** Called by the pool's watchdog; terminates the worker if its guest is stuck past the deadline. */
+  checkDeadline(nowEpochMs: number): void {
+    const deadline = this.watchdog[0]!;
+    if (deadline === 0 || nowEpochMs <= deadline + HARD_STOP_GRACE_MS || this.lost) return;
+    const sandboxId = this.watchdog[1]!;
+    const reason = this.watchdog[2] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
+    this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason));
+    void this.worker.terminate();
+  }
+
+  private onLost(error: WorkerLostError): void {
+    if (this.lost) return;
+    this.lost = error;
+    this.pool.forget(this);
+    for (const pending of this.pending.values()) pending.reject(error);
+    this.pending.clear();
+    this.worker.unref();
+  }
+
+  terminate(): void {
+    this.onLost(new WorkerLostError("the worker was shut down", null, null));
+    void this.worker.terminate();
+  }
+}
+
+export class WorkerPool {
+  private readonly shared: WorkerConnection[] = [];
+  private readonly all = new Set<WorkerConnection>();
+  private watchdogTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly size = Math.max(1, Math.min(4, availableParallelism()))) {}
+
+  /** A worker for a new sandbox: the least loaded shared one, or a dedicated one. */
+  acquire(dedicated: boolean): WorkerConnection {
+    let connection: WorkerConnection;
+    if (dedicated) {
+      connection = new WorkerConnection(this, true);
+    } else if (this.shared.length < this.size) {
+      connection = new WorkerConnection(this, false);
+      this.shared.push(connection);
+    } else {
+      connection = this.shared.reduce((a, b) => (b.sandboxCount < a.sandboxCount ? b : a));
+    }
+    this.all.add(connection);
+    connection.sandboxCount++;
+    return connection;
+  }
+
+  release(connection: WorkerConnection): void {
+    connection.sandboxCount--;
+    if (connection.dedicated && connection.sandboxCount === 0) connection.terminate();
+  }
+
+  /** Starts the shared workers now instead of at the first createSandbox. */
+  warmUp(): void {
+    while (this.shared.length < this.size) {
+      const connection = new WorkerConnection(this, false);
+      this.shared.push(connection);
+      this.all.add(connection);
+    }
+  }
+
+  forget(connection: WorkerConnection): void {
+    this.all.delete(connection);
+    const index = this.shared.indexOf(connection);
+    if (index !== -1) this.shared.splice(index, 1);
+  }
+
+  /** Runs the watchdog while any worker has a request in flight. */
+  watch(): void {
+    if (this.watchdogTimer) return;
+    this.watchdogTimer = setInterval(() => {
+      const now = performance.timeOrigin + performance.now();
+      let busy = false;
+      for (const connection of this.all) {
+        if (!connection.busy) continue;
+        busy = true;
+        connection.checkDeadline(now);
+      }
+      if (!busy && this.watchdogTimer) {
+        clearInterval(this.watchdogTimer);
+        this.watchdogTimer = null;
+      }
+    }, WATCHDOG_INTERVAL_MS);
+    this.watchdogTimer.unref();
+  }
+
+  /** Terminates every worker (tests, graceful shutdown). Sandboxes in them become unusable. */
+  async shutdown(): Promise<void> {
+    for (const connection of [...this.all]) connection.terminate();
+    this.all.clear();
+    this.shared.length = 0;
+  }
+}
+
+let defaultPool: WorkerPool | null = null;
+export function sharedPool(): WorkerPool {
+  defaultPool ??= new WorkerPool();
+  return defaultPool;
+}

@@ -1,0 +1,109 @@
+// One activation = one run, one plugin load, or one plugin call: its budgets, its console
+// output, the timers and fetches it started, and how it ended.
+import { performance } from "node:perf_hooks";
+import type { Limits } from "../limits.js";
+import { formatBytes } from "../limits.js";
+import type { ErrorKind, LogEntry, LogLevel, SandboxError } from "../types.js";
+import type { Budget } from "./guard.js";
+
+export type ActivationKind = "run" | "load" | "call";
+
+export interface PendingFetch {
+  abort(): void;
+}
+
+export class Activation implements Budget {
+  readonly startedAt = performance.now();
+  readonly wallDeadline: number;
+  cpuUsedMs = 0;
+  readonly logs: LogEntry[] = [];
+  private logBytes = 0;
+  private logsTruncated = false;
+  /** Node timers by guest timer id; `ref` timers keep the activation alive. */
+  readonly timers = new Map<number, { timer: NodeJS.Timeout; ref: boolean }>();
+  refTimers = 0;
+  readonly fetches = new Map<number, PendingFetch>();
+  fetchCount = 0;
+  failure: SandboxError | null = null;
+  finished = false;
+
+  constructor(
+    readonly kind: ActivationKind,
+    readonly limits: Limits,
+    private readonly emitLog: ((entry: LogEntry) => void) | null,
+  ) {
+    this.wallDeadline = this.startedAt + limits.wallTimeMs;
+  }
+
+  cpuRemainingMs(): number {
+    return this.limits.cpuTimeMs - this.cpuUsedMs;
+  }
+
+  chargeCpu(ms: number): void {
+    this.cpuUsedMs += ms;
+  }
+
+  /** Records the first failure; later ones (consequences of the first) are ignored. */
+  fail(kind: ErrorKind, name: string, message: string, stack = ""): void {
+    this.failure ??= { kind, name, message, stack };
+  }
+
+  failLimit(kind: "cpu" | "timeout" | "memory" | "limit", message: string, stack = ""): void {
+    this.fail(kind, "LimitError", message, stack);
+  }
+
+  cpuLimitMessage(): string {
+    return `cpuTimeMs limit (${this.limits.cpuTimeMs} ms) exceeded`;
+  }
+
+  wallLimitMessage(): string {
+    return `wallTimeMs limit (${this.limits.wallTimeMs} ms) exceeded`;
+  }
+
+  memoryLimitMessage(): string {
+    return `memoryBytes limit (${formatBytes(this.limits.memoryBytes)}) exceeded`;
+  }
+
+  /** Adds console output, keeping at most maxLogBytes (UTF-8) and marking the cut once. */
+  log(level: LogLevel, message: string): void {
+    if (this.logsTruncated) return;
+    const max = this.limits.maxLogBytes;
+    const bytes = Buffer.byteLength(message, "utf8");
+    if (this.logBytes + bytes <= max) {
+      this.logBytes += bytes;
+      this.push({ level, message, time: Date.now() });
+      return;
+    }
+    const room = max - this.logBytes;
+    if (room > 0) {
+      // Cut on a UTF-8 boundary: decoding a cut byte string drops the partial character.
+      const cut = Buffer.from(message, "utf8").subarray(0, room).toString("utf8").replace(/\uFFFD$/, "");
+      this.push({ level, message: cut, time: Date.now() });
+    }
+    this.logBytes = max;
+    this.logsTruncated = true;
+    this.push({ level: "warn", message: `[scriptbox] console output truncated: maxLogBytes limit (${formatBytes(max)}) reached`, time: Date.now() });
+  }
+
+  private push(entry: LogEntry): void {
+    this.logs.push(entry);
+    this.emitLog?.(entry);
+  }
+
+  get hasPendingWork(): boolean {
+    return this.refTimers > 0 || this.fetches.size > 0;
+  }
+
+  /** Cancels everything still pending (timers, fetches); called once when the activation ends. */
+  cancelPending(): void {
+    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+    this.refTimers = 0;
+    for (const pending of this.fetches.values()) pending.abort();
+    this.fetches.clear();
+  }
+
+  get wallTimeMs(): number {
+    return performance.now() - this.startedAt;
+  }
+}

@@ -1,0 +1,44 @@
+// Argument checks for bridge functions. Guest code, ours or the script's, can call any
+// bridge function with anything; every argument is checked here before it is used, and a
+// bad one is a TypeError in the guest, never a host exception.
+import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
+
+export class BridgeArgumentError extends TypeError {}
+
+export function stringArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string): string {
+  if (handle === undefined || ctx.typeof(handle) !== "string") throw new BridgeArgumentError(`${what} must be a string`);
+  return ctx.getString(handle);
+}
+
+export function booleanArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string): boolean {
+  if (handle === undefined || ctx.typeof(handle) !== "boolean") throw new BridgeArgumentError(`${what} must be a boolean`);
+  return ctx.dump(handle) === true;
+}
+
+export function integerArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string, min: number, max: number): number {
+  if (handle === undefined || ctx.typeof(handle) !== "number") throw new BridgeArgumentError(`${what} must be a number`);
+  const value = ctx.getNumber(handle);
+  if (!Number.isInteger(value) || value < min || value > max) throw new BridgeArgumentError(`${what} must be an integer from ${min} to ${max}`);
+  return value;
+}
+
+export function numberArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string, min: number, max: number): number {
+  if (handle === undefined || ctx.typeof(handle) !== "number") throw new BridgeArgumentError(`${what} must be a number`);
+  const value = ctx.getNumber(handle);
+  if (!(value >= min && value <= max)) throw new BridgeArgumentError(`${what} must be a number from ${min} to ${max}`);
+  return value;
+}
+
+/** Copies an ArrayBuffer argument out of the engine (null/undefined → null). */
+export function optionalBytesArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string): Uint8Array | null {
+  if (handle === undefined || ctx.typeof(handle) === "undefined") return null;
+  if (ctx.sameValue(handle, ctx.null)) return null;
+  let view;
+  try {
+    view = ctx.getArrayBuffer(handle);
+  } catch {
+    throw new BridgeArgumentError(`${what} must be an ArrayBuffer or null`);
+  }
+  // The view dies when the wasm heap grows: copy at once.
+  return view.consume((bytes) => bytes.value.slice());
+}

@@ -1,0 +1,44 @@
+// The bridge object handed to the guest core: the only host functions guest code can call
+// (see guest-lib/types/bridge.d.ts for the contract). One module per capability installs
+// its functions; this file wraps each so that a failure becomes a guest exception.
+import type { QuickJSHandle } from "quickjs-emscripten-core";
+import type { Realm } from "../realm.js";
+import { consoleFunctions } from "./console.js";
+import { cryptoFunctions } from "./crypto.js";
+import { fetchFunctions } from "./fetch.js";
+import { introspectionFunctions } from "./introspection.js";
+import { moduleFunctions } from "./modules.js";
+import { runtimeFunctions } from "./runtime.js";
+import { timerFunctions } from "./timers.js";
+
+export type BridgeFunction = (...args: QuickJSHandle[]) => QuickJSHandle | undefined;
+export type BridgeFunctions = Record<string, BridgeFunction>;
+
+export function createBridge(realm: Realm): QuickJSHandle {
+  const ctx = realm.context;
+  const functions: BridgeFunctions = {
+    ...consoleFunctions(realm),
+    ...timerFunctions(realm),
+    ...moduleFunctions(realm),
+    ...cryptoFunctions(realm),
+    ...runtimeFunctions(realm),
+    ...fetchFunctions(realm),
+    ...introspectionFunctions(realm),
+  };
+  const bridge = ctx.newObject();
+  for (const [name, impl] of Object.entries(functions)) {
+    const fn = ctx.newFunction(name, (...args) => {
+      try {
+        return impl(...args);
+      } catch (error) {
+        if (error instanceof WebAssembly.RuntimeError) throw error; // the engine failed: let the realm see it
+        const name = error instanceof RangeError ? "RangeError" : error instanceof TypeError ? "TypeError" : "Error";
+        const message = error instanceof Error ? error.message : String(error);
+        return { error: realm.guestError(name, message) };
+      }
+    });
+    ctx.setProp(bridge, name, fn);
+    fn.dispose();
+  }
+  return bridge;
+}

@@ -1,0 +1,667 @@
+// A realm: one QuickJS runtime and context, with the guest core installed and the bridge
+// wired in. A sandbox uses a fresh realm for every run (so nothing a script does survives
+// into the next run, and a run stopped by a limit leaves no half-finished job queue
+// behind), and one long-lived realm per loaded plugin.
+//
+// The realm also runs activations (a run, a plugin load, a plugin call): it enters guest
+// code under the execution guard, drains the job queue, reacts to timers and fetches, and
+// decides when the activation is over: when its main promise has settled and nothing it
+// started is still pending, or when something failed.
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
+import { posix } from "node:path";
+import type { EngineInstance } from "../engine/instance.js";
+import { canMoveBytes, canMoveString } from "../engine/headroom.js";
+import { dupValueAt, handleValuePointer } from "../engine/internals.js";
+import type { RejectionTracking } from "../engine/rejection-tracker.js";
+import { decodeFromGuest, encodeForGuest } from "../marshal/crossing-values.js";
+import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
+import type { LogEntry, SandboxError } from "../types.js";
+import { Activation, type ActivationKind } from "./activation.js";
+import { createBridge } from "./bridge/index.js";
+import type { GuestBundle } from "./guest-bundle.js";
+import { ExecutionGuard, type WatchdogSlot } from "./guard.js";
+import { SandboxFetchTransport } from "../fetch/transport.js";
+
+/** What a realm needs from the sandbox that owns it. */
+export interface RealmServices {
+  readonly engine: EngineInstance;
+  readonly tracking: RejectionTracking;
+  readonly bundle: GuestBundle;
+  readonly watchdog: WatchdogSlot;
+  readonly sandboxId: number;
+  config(): SandboxConfig;
+  transport(): SandboxFetchTransport;
+  emitLog(entry: LogEntry): void;
+  /** The engine instance failed in a way that makes any further call into it unsafe. */
+  poisoned(reason: string): void;
+}
+
+interface Hooks {
+  dispatchTimer: QuickJSHandle;
+  serialize: QuickJSHandle;
+  deserialize: QuickJSHandle;
+  describeError: QuickJSHandle;
+  makeError: QuickJSHandle;
+  stringify: QuickJSHandle;
+}
+
+/** A run's value as the host holds it: read directly (primitives) or encoded by the guest. */
+type Captured = { direct: unknown } | { json: string; buffers: Uint8Array[] };
+
+type Continuation = (value: QuickJSHandle) => void;
+
+/** Thrown inside the realm when the engine instance has failed (wasm trap, host bug). */
+class EnginePoisoned extends Error {}
+
+export class Realm {
+  readonly runtime: QuickJSRuntime;
+  readonly context: QuickJSContext;
+  readonly guard: ExecutionGuard;
+  private readonly hooks: Hooks;
+  private readonly stopTracking: () => void;
+  private readonly unhandled = new Map<bigint, { promise: QuickJSHandle; reason: QuickJSHandle }>();
+  private readonly toRelease: QuickJSHandle[] = [];
+  /** Handles the realm owns until it is disposed (plugin namespace, pending fetch deferreds, …). */
+  private readonly owned = new Set<{ dispose(): void; alive: boolean }>();
+  activation: Activation | null = null;
+  private main: { promise: QuickJSHandle; bits: bigint; then: Continuation } | null = null;
+  private mainDone = false;
+  private result: Captured | undefined;
+  private finish: ((outcome: ActivationOutcome) => void) | null = null;
+  private wallTimer: NodeJS.Timeout | null = null;
+  private draining = false;
+  private dead: string | null = null;
+  /** A loaded plugin's module namespace. */
+  private namespace: QuickJSHandle | null = null;
+
+  constructor(readonly services: RealmServices) {
+    const { engine, tracking, bundle } = services;
+    this.runtime = engine.module.newRuntime();
+    this.guard = new ExecutionGuard(services.watchdog, () => services.sandboxId);
+    this.runtime.setInterruptHandler(this.guard.shouldInterrupt);
+    this.runtime.setModuleLoader(
+      (name) => this.loadModuleSource(name),
+      (base, requested) => this.normalizeModuleName(base, requested),
+    );
+    this.stopTracking = tracking.attach(this.runtime, (_ctx, promiseBits, reasonBits, handled) =>
+      this.onRejection(promiseBits, reasonBits, handled),
+    );
+    this.context = this.runtime.newContext();
+    const ctx = this.context;
+    const bridge = createBridge(this);
+    const coreSource = bundle.source("core")!;
+    const factory = ctx.evalCode(coreSource, "scriptbox:core").unwrap();
+    const require = ctx.newFunction("require", (name) =>
+      ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
+    );
+    const exports = ctx.callFunction(factory, ctx.undefined, require).unwrap();
+    const hooks = ctx.getProp(exports, "hooks");
+    const hook = (name: keyof Hooks) => ctx.getProp(hooks, name);
+    this.hooks = {
+      dispatchTimer: hook("dispatchTimer"),
+      serialize: hook("serialize"),
+      deserialize: hook("deserialize"),
+      describeError: hook("describeError"),
+      makeError: hook("makeError"),
+      stringify: hook("stringify"),
+    };
+    for (const handle of [hooks, exports, require, factory, bridge]) handle.dispose();
+  }
+
+  get alive(): boolean {
+    return this.dead === null;
+  }
+
+  // ---- modules --------------------------------------------------------------------------
+
+  private normalizeModuleName(base: string, requested: string): string {
+    if (requested.startsWith("./") || requested.startsWith("../")) return posix.join(posix.dirname(base), requested);
+    return requested;
+  }
+
+  private loadModuleSource(name: string): string | { error: Error } {
+    const source = this.services.bundle.publicModuleSource(name);
+    if (source !== undefined) return source;
+    const builtins = this.services.bundle.availablePublicModules.join(", ");
+    if (name.startsWith("/") || name.startsWith(".")) {
+      return {
+        error: new Error(
+          `Cannot import "${name}": a script run from source has no files to import (scriptbox run <file> bundles a script's relative imports); builtin modules: ${builtins}`,
+        ),
+      };
+    }
+    return { error: new Error(`Cannot find module "${name}": scripts can import the builtin modules ${builtins}`) };
+  }
+
+  /** Bridge function: evaluates guest module `name` in this context and returns its factory. */
+  loadGuestModule(name: string): QuickJSHandle {
+    const source = this.services.bundle.source(name);
+    if (source === undefined || name === "core") throw new TypeError(`no guest module named ${name}`);
+    return this.context.evalCode(source, `scriptbox:${name}`).unwrap();
+  }
+
+  // ---- activations ----------------------------------------------------------------------
+
+  /** Evaluates a script module; calls its default export with `input`; awaits everything. */
+  run(code: string, filename: string, input: unknown): Promise<ActivationOutcome> {
+    return this.activate("run", () => {
+      const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), true);
+      if (evaluated === null) return;
+      this.await(evaluated, (namespace) => {
+        const fn = this.context.getProp(namespace, "default");
+        namespace.dispose();
+        if (this.context.typeof(fn) !== "function") {
+          fn.dispose();
+          return this.complete(undefined);
+        }
+        const argument = this.toGuest(input, "input");
+        if (argument === null) return fn.dispose();
+        const returned = this.enterGuest(() => this.context.callFunction(fn, this.context.undefined, argument));
+        fn.dispose();
+        argument.dispose();
+        if (returned !== null) this.await(returned, (value) => this.complete(value));
+      });
+    });
+  }
+
+  /** Evaluates a plugin module and keeps its namespace for later calls. */
+  load(code: string, filename: string): Promise<ActivationOutcome> {
+    return this.activate("load", () => {
+      const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), true);
+      if (evaluated === null) return;
+      this.await(evaluated, (namespace) => {
+        this.namespace = namespace;
+        this.complete(undefined);
+      });
+    }).then((outcome) => (outcome.ok ? { ...outcome, exports: this.exportNames() } : outcome));
+  }
+
+  /** Calls a plugin export with arguments; awaits its result and everything it started. */
+  call(name: string, args: unknown[]): Promise<ActivationOutcome> {
+    return this.activate("call", () => {
+      const namespace = this.namespace!;
+      const fn = this.context.getProp(namespace, name);
+      if (this.context.typeof(fn) !== "function") {
+        fn.dispose();
+        const exports = this.exportNames();
+        this.activation!.fail(
+          "script",
+          "TypeError",
+          `the plugin has no exported function "${name}" (its exports: ${exports.length ? exports.join(", ") : "none"})`,
+        );
+        return;
+      }
+      const argument = this.toGuest(args, "args");
+      if (argument === null) return fn.dispose();
+      const handles: QuickJSHandle[] = [];
+      for (let i = 0; i < args.length; i++) handles.push(this.context.getProp(argument, i));
+      const returned = this.enterGuest(() => this.context.callFunction(fn, this.context.undefined, handles));
+      for (const handle of [fn, argument, ...handles]) handle.dispose();
+      if (returned !== null) this.await(returned, (value) => this.complete(value));
+    });
+  }
+
+  private exportNames(): string[] {
+    if (!this.namespace || !this.alive) return [];
+    const names = this.context.getOwnPropertyNames(this.namespace, { strings: true }).unwrap();
+    const out: string[] = [];
+    for (const handle of names) {
+      out.push(this.context.getString(handle));
+      handle.dispose();
+    }
+    return out.sort();
+  }
+
+  private activate(kind: ActivationKind, start: () => void): Promise<ActivationOutcome> {
+    if (!this.alive) return Promise.resolve(this.deadOutcome(kind));
+    if (this.activation) throw new Error(`realm is busy with a ${this.activation.kind}`);
+    const config = this.services.config();
+    const activation = new Activation(kind, config.limits, config.streamLogs ? (entry) => this.services.emitLog(entry) : null);
+    this.activation = activation;
+    this.guard.reset();
+    this.runtime.setMaxStackSize(config.limits.stackBytes);
+    this.mainDone = false;
+    this.main = null;
+    this.result = undefined;
+    this.services.transport().beginRun();
+    return new Promise<ActivationOutcome>((resolve) => {
+      this.finish = resolve;
+      this.wallTimer = setTimeout(() => {
+        activation.failLimit("timeout", activation.wallLimitMessage());
+        this.end();
+      }, config.limits.wallTimeMs);
+      this.guestTask(start);
+    });
+  }
+
+  /** Makes `value` the activation's main result: waits for it if it is a promise. */
+  private await(value: QuickJSHandle, then: Continuation): void {
+    const state = this.context.getPromiseState(value);
+    if (state.type === "fulfilled" && state.notAPromise) return then(value);
+    if (state.type === "pending") {
+      this.main = { promise: value, bits: this.valueBits(value), then };
+      return;
+    }
+    value.dispose();
+    if (state.type === "fulfilled") then(state.value);
+    else this.failWithGuestError(state.error, false);
+  }
+
+  /** The main value is final: snapshot it for the host (the awaited value, as returned). */
+  private complete(value: QuickJSHandle | undefined): void {
+    this.mainDone = true;
+    if (value === undefined) {
+      this.result = { direct: undefined };
+      return;
+    }
+    const ctx = this.context;
+    // Primitives are read directly; strings go through JSON (getString stops at a NUL).
+    switch (ctx.typeof(value)) {
+      case "undefined":
+        value.dispose();
+        this.result = { direct: undefined };
+        return;
+      case "number":
+        this.result = { direct: ctx.getNumber(value) };
+        value.dispose();
+        return;
+      case "boolean":
+        this.result = { direct: ctx.dump(value) as boolean };
+        value.dispose();
+        return;
+      case "string": {
+        const json = this.enterGuest(() => ctx.callFunction(this.hooks.stringify, ctx.undefined, value));
+        value.dispose();
+        if (json !== null) {
+          this.result = { direct: JSON.parse(ctx.getString(json)) as string };
+          json.dispose();
+        }
+        return;
+      }
+      case "object":
+        if (ctx.sameValue(value, ctx.null)) {
+          value.dispose();
+          this.result = { direct: null };
+          return;
+        }
+    }
+    const name = this.context.newString("result");
+    const encoded = this.enterGuest(() => this.context.callFunction(this.hooks.serialize, this.context.undefined, value, name));
+    name.dispose();
+    value.dispose();
+    if (encoded === null) return;
+    const json = this.context.getProp(encoded, 0);
+    const buffers = this.context.getProp(encoded, 1);
+    const count = this.context.getLength(buffers) ?? 0;
+    const bytes: Uint8Array[] = [];
+    for (let i = 0; i < count; i++) {
+      const buffer = this.context.getProp(buffers, i);
+      // getArrayBuffer's view dies when the wasm heap grows: copy at once.
+      bytes.push(this.context.getArrayBuffer(buffer).consume((view) => view.value.slice()));
+      buffer.dispose();
+    }
+    this.result = { json: this.context.getString(json), buffers: bytes };
+    for (const handle of [json, buffers, encoded]) handle.dispose();
+  }
+
+  /** Copies a host value into the guest (through the core's deserialize hook). */
+  toGuest(value: unknown, what: string): QuickJSHandle | null {
+    const ctx = this.context;
+    if (value === undefined) return ctx.undefined;
+    if (value === null) return ctx.null;
+    if (typeof value === "boolean") return value ? ctx.true : ctx.false;
+    if (typeof value === "number") return ctx.newNumber(value);
+    const { json, buffers } = encodeForGuest(value);
+    const total = buffers.reduce((sum, buffer) => sum + buffer.byteLength, 0);
+    if (!canMoveString(this.services.engine, json.length) || !canMoveBytes(this.services.engine, total)) {
+      this.activation!.failLimit("memory", `${this.activation!.memoryLimitMessage()}: no room for the ${what} (${json.length + total} bytes)`);
+      return null;
+    }
+    const jsonHandle = ctx.newString(json);
+    const array = ctx.newArray();
+    buffers.forEach((buffer, i) => {
+      const handle = ctx.newArrayBuffer(buffer);
+      ctx.setProp(array, i, handle);
+      handle.dispose();
+    });
+    const decoded = this.enterGuest(() => ctx.callFunction(this.hooks.deserialize, ctx.undefined, jsonHandle, array));
+    jsonHandle.dispose();
+    array.dispose();
+    return decoded;
+  }
+
+  // ---- entering the guest and the event loop ----------------------------------------------
+
+  /**
+   * Runs `fn` (a call into the engine) under the activation's budgets. Returns the value,
+   * or null after recording the failure (guest exception, limit, or a poisoned engine).
+   */
+  enterGuest(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, evaluatingModule = false): QuickJSHandle | null {
+    const activation = this.activation!;
+    let result: { value?: QuickJSHandle; error?: QuickJSHandle };
+    try {
+      result = this.guard.enter(activation, fn);
+    } catch (error) {
+      throw this.poison(error);
+    }
+    if (result.error !== undefined) {
+      this.failWithGuestError(result.error, evaluatingModule);
+      return null;
+    }
+    if (this.guard.interruptedBy !== null) {
+      result.value?.dispose();
+      this.failInterrupted("");
+      return null;
+    }
+    return result.value!;
+  }
+
+  /** Runs a unit of host-triggered guest work (timer, fetch completion) and then the loop. */
+  guestTask(work: () => void): void {
+    const activation = this.activation;
+    if (!activation || activation.finished || !this.alive) return;
+    try {
+      if (activation.failure === null) work();
+      this.drain();
+    } catch (error) {
+      if (!(error instanceof EnginePoisoned)) this.poison(error);
+    }
+    this.settleIfDone();
+  }
+
+  /** Drains the job queue, then reacts: unhandled rejections, the main promise settling. */
+  private drain(): void {
+    const activation = this.activation!;
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      while (activation.failure === null) {
+        if (this.runtime.hasPendingJob()) {
+          let jobs;
+          try {
+            jobs = this.guard.enter(activation, () => this.runtime.executePendingJobs(-1));
+          } catch (error) {
+            throw this.poison(error);
+          }
+          if (jobs.error) {
+            const error = jobs.error;
+            this.failWithGuestError(error, false);
+            continue;
+          }
+          if (this.guard.interruptedBy !== null) this.failInterrupted("");
+          continue;
+        }
+        this.releaseHandled();
+        if (this.reportUnhandledRejection()) continue;
+        if (this.main !== null) {
+          const state = this.context.getPromiseState(this.main.promise);
+          if (state.type !== "pending") {
+            const { promise, then } = this.main;
+            this.main = null;
+            this.forgetUnhandled(this.valueBits(promise));
+            promise.dispose();
+            if (state.type === "fulfilled") this.guardedContinuation(() => then(state.value));
+            else this.failWithGuestError(state.error, false);
+            continue;
+          }
+        }
+        break;
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private guardedContinuation(fn: () => void): void {
+    fn();
+  }
+
+  private settleIfDone(): void {
+    const activation = this.activation;
+    if (!activation || activation.finished) return;
+    if (activation.failure !== null || (this.mainDone && !activation.hasPendingWork)) this.end();
+  }
+
+  /** Ends the current activation: cancels what is pending, reports the outcome. */
+  private end(): void {
+    const activation = this.activation;
+    if (!activation || activation.finished) return;
+    activation.finished = true;
+    if (this.wallTimer) clearTimeout(this.wallTimer);
+    this.wallTimer = null;
+    activation.cancelPending();
+    if (this.main !== null && this.alive) this.main.promise.dispose();
+    this.main = null;
+    let value: unknown;
+    let failure: SandboxError | null = activation.failure;
+    if (failure === null && this.result !== undefined) {
+      try {
+        value = "direct" in this.result ? this.result.direct : decodeFromGuest(this.result.json, this.result.buffers);
+      } catch (error) {
+        failure = { kind: "script", name: "TypeError", message: `result: ${(error as Error).message}`, stack: "" };
+      }
+    }
+    if (failure === null && this.result === undefined) {
+      failure = { kind: "script", name: "Error", message: "the script finished without a result", stack: "" };
+    }
+    const outcome: ActivationOutcome = {
+      ok: failure === null,
+      ...(failure === null ? { value } : { error: failure }),
+      logs: activation.logs,
+      stats: {
+        cpuTimeMs: Math.round(activation.cpuUsedMs * 1000) / 1000,
+        wallTimeMs: Math.round(activation.wallTimeMs * 1000) / 1000,
+        memoryBytes: this.services.engine.memory.buffer.byteLength,
+        fetches: activation.fetchCount,
+      },
+      ...(this.dead !== null ? { sandboxDisposed: this.dead } : {}),
+    };
+    this.activation = null;
+    this.result = undefined;
+    const finish = this.finish;
+    this.finish = null;
+    finish?.(outcome);
+  }
+
+  // ---- failures ---------------------------------------------------------------------------
+
+  private failInterrupted(stack: string): void {
+    const activation = this.activation!;
+    const reason = this.guard.interruptedBy;
+    if (reason === "timeout") activation.failLimit("timeout", activation.wallLimitMessage(), stack);
+    else if (reason === "cpu") activation.failLimit("cpu", activation.cpuLimitMessage(), stack);
+    // "limit": the bridge function that stopped the engine has recorded the failure.
+    else activation.failLimit("limit", "a limit stopped the script", stack);
+  }
+
+  /** Records a guest exception as the activation's failure, classifying limits. */
+  private failWithGuestError(error: QuickJSHandle, evaluatingModule: boolean): void {
+    const activation = this.activation!;
+    if (this.guard.interruptedBy !== null) {
+      const stack = this.readStack(error);
+      error.dispose();
+      return this.failInterrupted(stack);
+    }
+    const described = this.describe(error);
+    error.dispose();
+    const { name, message, stack } = described;
+    if (name === "InternalError" && message === "out of memory") {
+      return activation.failLimit("memory", `${activation.memoryLimitMessage()}: out of memory`, stack);
+    }
+    if (name === "InternalError" && message === "stack overflow") {
+      return activation.failLimit("limit", `stackBytes limit (${activation.limits.stackBytes} bytes) exceeded: stack overflow`, stack);
+    }
+    // A parse error's stack has one frame without a function: "    at file.js:3:7".
+    const parseLocation = /^\s*at ([^\s()]+:\d+:\d+)\s*$/.exec(stack.split("\n")[0] ?? "");
+    if (evaluatingModule && name === "SyntaxError" && parseLocation) {
+      return activation.fail("syntax", name, `${parseLocation[1]}: ${message}`, stack);
+    }
+    activation.fail("script", name, message, stack);
+  }
+
+  private describe(error: QuickJSHandle): { name: string; message: string; stack: string } {
+    const fallback = { name: "Error", message: "an exception that could not be described", stack: "" };
+    try {
+      const described = this.guard.enter(this.activation!, () =>
+        this.context.callFunction(this.hooks.describeError, this.context.undefined, error),
+      );
+      if (described.error) {
+        described.error.dispose();
+        return fallback;
+      }
+      const json = this.context.getString(described.value);
+      described.value.dispose();
+      return JSON.parse(json) as { name: string; message: string; stack: string };
+    } catch (cause) {
+      if (cause instanceof EnginePoisoned) throw cause;
+      return fallback;
+    }
+  }
+
+  /** Reads an error's stack without running guest code (used when the engine is interrupted). */
+  private readStack(error: QuickJSHandle): string {
+    if (this.context.typeof(error) !== "object") return "";
+    const stack = this.context.getProp(error, "stack");
+    const text = this.context.typeof(stack) === "string" ? this.context.getString(stack) : "";
+    stack.dispose();
+    return text;
+  }
+
+  /** Makes a real guest error (instanceof TypeError works) for a bridge function to throw. */
+  guestError(name: "TypeError" | "RangeError" | "Error", message: string): QuickJSHandle {
+    const ctx = this.context;
+    const nameHandle = ctx.newString(name);
+    const messageHandle = ctx.newString(message);
+    const made = ctx.callFunction(this.hooks.makeError, ctx.undefined, nameHandle, messageHandle);
+    nameHandle.dispose();
+    messageHandle.dispose();
+    if (made.error) return made.error;
+    return made.value;
+  }
+
+  /** A limit was hit inside a bridge call: record it and stop the engine at its next check. */
+  stopForLimit(message: string): void {
+    this.activation?.failLimit("limit", message);
+    this.guard.stopNow("limit");
+  }
+
+  private poison(error: unknown): EnginePoisoned {
+    const reason = `the sandbox's engine failed (${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}); the sandbox was disposed`;
+    if (this.dead === null) {
+      this.dead = reason;
+      this.activation?.fail(error instanceof WebAssembly.RuntimeError ? "memory" : "script", "InternalError", reason);
+      this.services.poisoned(reason);
+    }
+    return new EnginePoisoned(reason);
+  }
+
+  private deadOutcome(kind: ActivationKind): ActivationOutcome {
+    return {
+      ok: false,
+      error: { kind: "script", name: "Error", message: `cannot ${kind}: ${this.dead}`, stack: "" },
+      logs: [],
+      stats: { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0 },
+      sandboxDisposed: this.dead ?? "disposed",
+    };
+  }
+
+  // ---- unhandled rejections ------------------------------------------------------------------
+
+  private onRejection(promiseBits: bigint, reasonBits: bigint, handled: boolean): void {
+    if (!handled) {
+      if (this.unhandled.has(promiseBits)) return;
+      const tracking = this.services.tracking;
+      const promise = dupValueAt(this.context, tracking.stage(promiseBits));
+      const reason = dupValueAt(this.context, tracking.stage(reasonBits));
+      this.unhandled.set(promiseBits, { promise, reason });
+    } else {
+      this.forgetUnhandled(promiseBits);
+    }
+  }
+
+  private forgetUnhandled(bits: bigint): void {
+    const entry = this.unhandled.get(bits);
+    if (!entry) return;
+    this.unhandled.delete(bits);
+    // Released after the job queue drains, never from inside the engine's callback.
+    this.toRelease.push(entry.promise, entry.reason);
+  }
+
+  private releaseHandled(): void {
+    for (const handle of this.toRelease.splice(0)) handle.dispose();
+  }
+
+  /** Fails the activation with the first rejection nobody handled; true if it did. */
+  private reportUnhandledRejection(): boolean {
+    for (const [bits, entry] of this.unhandled) {
+      if (this.main !== null && bits === this.main.bits) continue;
+      this.unhandled.delete(bits);
+      const reason = entry.reason;
+      entry.promise.dispose();
+      this.failWithGuestError(reason, false);
+      return true;
+    }
+    return false;
+  }
+
+  private valueBits(handle: QuickJSHandle): bigint {
+    return new DataView(this.services.engine.memory.buffer).getBigInt64(handleValuePointer(handle), true);
+  }
+
+  // ---- ownership -------------------------------------------------------------------------------
+
+  /** Keeps `handle` until the realm is disposed (unless it is disposed earlier). */
+  own<T extends { dispose(): void; alive: boolean }>(handle: T): T {
+    this.owned.add(handle);
+    return handle;
+  }
+
+  disown(handle: { dispose(): void; alive: boolean }): void {
+    this.owned.delete(handle);
+  }
+
+  /** Frees everything; after a poisoning only host-side state is dropped (no engine calls). */
+  dispose(): void {
+    if (this.activation && !this.activation.finished) {
+      this.activation.fail("script", "Error", "the sandbox was disposed while the script was running");
+      this.end();
+    }
+    if (this.wallTimer) clearTimeout(this.wallTimer);
+    const wasAlive = this.dead === null;
+    this.dead ??= "disposed";
+    if (!wasAlive) return;
+    this.stopTracking();
+    for (const handle of this.owned) if (handle.alive) handle.dispose();
+    this.owned.clear();
+    this.namespace?.dispose();
+    this.namespace = null;
+    this.releaseHandled();
+    for (const { promise, reason } of this.unhandled.values()) {
+      promise.dispose();
+      reason.dispose();
+    }
+    this.unhandled.clear();
+    for (const handle of Object.values(this.hooks)) handle.dispose();
+    this.context.dispose();
+    this.runtime.dispose();
+  }
+
+  /** Timer callback from the host event loop. */
+  fireTimer(id: number, repeat: boolean): void {
+    const activation = this.activation;
+    if (!activation) return;
+    if (!repeat) {
+      const entry = activation.timers.get(id);
+      if (entry) {
+        activation.timers.delete(id);
+        if (entry.ref) activation.refTimers--;
+      }
+    }
+    this.guestTask(() => {
+      const idHandle = this.context.newNumber(id);
+      const done = this.enterGuest(() => this.context.callFunction(this.hooks.dispatchTimer, this.context.undefined, idHandle));
+      idHandle.dispose();
+      done?.dispose();
+    });
+  }
+}

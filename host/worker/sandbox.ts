@@ -1,0 +1,216 @@
+// A sandbox as the worker sees it: one engine instance (its own capped wasm memory), the
+// sandbox's configuration and fetch transport, a spare realm prepared ahead of the next
+// run, and the realms of loaded plugins.
+import type { EngineInstance } from "../engine/instance.js";
+import type { RejectionTracking } from "../engine/rejection-tracker.js";
+import { SandboxFetchTransport } from "../fetch/transport.js";
+import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
+import type { LogEntry } from "../types.js";
+import type { GuestBundle } from "./guest-bundle.js";
+import type { WatchdogSlot } from "./guard.js";
+import { Realm, type RealmServices } from "./realm.js";
+
+export interface SandboxHost {
+  emitLog(sandboxId: number, entry: LogEntry): void;
+  onPoisoned(sandbox: WorkerSandbox): void;
+}
+
+interface PluginSlot {
+  realm: Realm;
+  /** Calls on one plugin run one after another. */
+  queue: Promise<unknown>;
+}
+
+const STOPPING_KINDS = new Set(["cpu", "timeout", "memory", "limit"]);
+
+function failedOutcome(message: string, sandboxDisposed?: string): ActivationOutcome {
+  return {
+    ok: false,
+    error: { kind: "script", name: "Error", message, stack: "" },
+    logs: [],
+    stats: { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0 },
+    ...(sandboxDisposed ? { sandboxDisposed } : {}),
+  };
+}
+
+export class WorkerSandbox implements RealmServices {
+  private id = 0;
+  private configuration: SandboxConfig | null = null;
+  private fetchTransport: SandboxFetchTransport | null = null;
+  private spare: Realm | null = null;
+  private readonly plugins = new Map<number, PluginSlot>();
+  private readonly running = new Set<Realm>();
+  disposedReason: string | null = null;
+
+  constructor(
+    readonly engine: EngineInstance,
+    readonly tracking: RejectionTracking,
+    readonly bundle: GuestBundle,
+    readonly watchdog: WatchdogSlot,
+    private readonly host: SandboxHost,
+  ) {}
+
+  get sandboxId(): number {
+    return this.id;
+  }
+  config(): SandboxConfig {
+    if (!this.configuration) throw new Error("sandbox is not configured");
+    return this.configuration;
+  }
+  transport(): SandboxFetchTransport {
+    if (!this.fetchTransport) throw new Error("sandbox is not configured");
+    return this.fetchTransport;
+  }
+  emitLog(entry: LogEntry): void {
+    this.host.emitLog(this.id, entry);
+  }
+  poisoned(reason: string): void {
+    if (this.disposedReason !== null) return;
+    this.disposedReason = reason;
+    // The instance cannot be called into again: drop every realm without disposing it.
+    this.spare = null;
+    this.plugins.clear();
+    this.running.clear();
+    this.host.onPoisoned(this);
+  }
+
+  get alive(): boolean {
+    return this.disposedReason === null;
+  }
+
+  /** Builds the spare realm now (off the request path) if there is none. */
+  prepareSpare(): void {
+    if (this.alive && this.spare === null) this.spare = new Realm(this);
+  }
+
+  configure(id: number, config: SandboxConfig): void {
+    this.id = id;
+    this.configuration = config;
+    const { limits } = config;
+    this.fetchTransport = new SandboxFetchTransport({
+      allow: config.allow,
+      limits: {
+        maxFetches: limits.maxFetches,
+        maxConcurrentFetches: limits.maxConcurrentFetches,
+        maxRequestBytes: limits.maxRequestBytes,
+        maxResponseBytes: limits.maxResponseBytes,
+        requestTimeoutMs: limits.fetchTimeoutMs,
+      },
+      secrets: config.secrets,
+    });
+  }
+
+  /** Forgets the configuration so the engine can serve another sandbox (see WorkerHost.recycle). */
+  reset(): void {
+    this.id = 0;
+    this.configuration = null;
+    this.fetchTransport?.abortAll();
+    this.fetchTransport = null;
+  }
+
+  private takeRealm(): Realm {
+    const realm = this.spare ?? new Realm(this);
+    this.spare = null;
+    setImmediate(() => {
+      try {
+        this.prepareSpare();
+      } catch {
+        // Out of memory for a spare: the next run builds its realm itself and reports it.
+      }
+    });
+    return realm;
+  }
+
+  /** A realm for a new run or plugin, or the outcome that explains why there is none. */
+  private acquireRealm(): Realm | ActivationOutcome {
+    if (!this.alive) return failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!);
+    try {
+      return this.takeRealm();
+    } catch (error) {
+      return this.realmFailure(error);
+    }
+  }
+
+  async run(code: string, filename: string, input: unknown): Promise<ActivationOutcome> {
+    const realm = this.acquireRealm();
+    if (!(realm instanceof Realm)) return realm;
+    this.running.add(realm);
+    try {
+      return await realm.run(code, filename, input);
+    } finally {
+      this.running.delete(realm);
+      this.disposeRealm(realm);
+    }
+  }
+
+  async load(pluginId: number, code: string, filename: string): Promise<ActivationOutcome> {
+    const realm = this.acquireRealm();
+    if (!(realm instanceof Realm)) return realm;
+    const outcome = await realm.load(code, filename);
+    if (outcome.ok && realm.alive) this.plugins.set(pluginId, { realm, queue: Promise.resolve() });
+    else this.disposeRealm(realm);
+    return outcome;
+  }
+
+  call(pluginId: number, name: string, args: unknown[]): Promise<ActivationOutcome> {
+    const slot = this.plugins.get(pluginId);
+    if (!this.alive) return Promise.resolve(failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!));
+    if (!slot) return Promise.resolve(failedOutcome("the plugin is not loaded (it was unloaded, or stopped by a limit)"));
+    const result = slot.queue.then(async () => {
+      const outcome = await slot.realm.call(name, args);
+      // A limit stopped the plugin mid-flight: its state and job queue are torn, so it is
+      // unloaded rather than called again in an unknown state.
+      if (!outcome.ok && outcome.error && STOPPING_KINDS.has(outcome.error.kind) && this.plugins.get(pluginId) === slot) {
+        this.unload(pluginId);
+        return { ...outcome, error: { ...outcome.error, message: `${outcome.error.message}; the plugin was unloaded` } };
+      }
+      return outcome;
+    });
+    slot.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  unload(pluginId: number): void {
+    const slot = this.plugins.get(pluginId);
+    if (!slot) return;
+    this.plugins.delete(pluginId);
+    this.disposeRealm(slot.realm);
+  }
+
+  get pluginCount(): number {
+    return this.plugins.size;
+  }
+
+  private disposeRealm(realm: Realm): void {
+    if (!this.alive || !realm.alive) return;
+    try {
+      realm.dispose();
+    } catch (error) {
+      // JS_FreeRuntime asserts when something is still referenced: the instance is unusable.
+      this.poisoned(`the sandbox's engine failed while freeing a realm (${(error as Error).message})`);
+    }
+  }
+
+  private realmFailure(error: unknown): ActivationOutcome {
+    const message = `could not prepare a realm: ${(error as Error).message}`;
+    if (error instanceof WebAssembly.RuntimeError) {
+      this.poisoned(message);
+      return failedOutcome(message, message);
+    }
+    return {
+      ...failedOutcome(message),
+      error: { kind: "memory", name: "LimitError", message: `memoryBytes limit reached: ${message}`, stack: "" },
+    };
+  }
+
+  /** Frees every realm. Returns true if the engine is healthy enough to be reused. */
+  dispose(): boolean {
+    if (!this.alive) return false;
+    for (const slot of this.plugins.values()) this.disposeRealm(slot.realm);
+    this.plugins.clear();
+    for (const realm of this.running) this.disposeRealm(realm);
+    this.running.clear();
+    this.reset();
+    return this.alive;
+  }
+}

@@ -1,0 +1,172 @@
+// Everything a worker thread holds: its sandboxes, a warm pool of ready ones (engine
+// instance + spare realm, built off the request path), and the message handling.
+//
+// Why a warm pool: instantiating the wasm (~1.5 ms) and building a realm (~1 ms) is most
+// of what "create a sandbox and run 1 + 1" would cost; done ahead of time, creating a
+// sandbox is taking one from the pool.
+import type { MessagePort } from "node:worker_threads";
+import { createEngineInstance } from "../engine/instance.js";
+import { findTrackerFieldOffset, RejectionTracking, verifyRejectionTracking } from "../engine/rejection-tracker.js";
+import type { EngineVariantName } from "../engine/wasm-binary.js";
+import { DEFAULT_LIMITS } from "../limits.js";
+import type { WorkerInit, WorkerMessage, WorkerRequest } from "../protocol.js";
+import type { LogEntry } from "../types.js";
+import { GuestBundle } from "./guest-bundle.js";
+import { WatchdogSlot } from "./guard.js";
+import { WorkerSandbox } from "./sandbox.js";
+
+/** An engine grown past this is not recycled: its memory never shrinks. */
+const RECYCLE_MAX_MEMORY_BYTES = 24 * 1024 * 1024;
+
+export class WorkerHost {
+  private readonly bundle = GuestBundle.load();
+  private readonly watchdog: WatchdogSlot;
+  /** Registered when "create" arrives, so requests pipelined behind it wait for it. */
+  private readonly sandboxes = new Map<number, Promise<WorkerSandbox>>();
+  private readonly pool: WorkerSandbox[] = [];
+  private readonly trackerOffsets = new Map<EngineVariantName, number>();
+  private refilling = false;
+
+  constructor(private readonly init: WorkerInit, private readonly port: MessagePort) {
+    this.watchdog = new WatchdogSlot(init.watchdog);
+  }
+
+  private post(message: WorkerMessage): void {
+    this.port.postMessage(message);
+  }
+
+  async newSandbox(variant: EngineVariantName, memoryBytes: number): Promise<WorkerSandbox> {
+    const engine = await createEngineInstance(memoryBytes, variant);
+    let offset = this.trackerOffsets.get(variant);
+    const firstOfVariant = offset === undefined;
+    if (offset === undefined) {
+      offset = findTrackerFieldOffset(engine);
+      this.trackerOffsets.set(variant, offset);
+    }
+    const tracking = new RejectionTracking(engine, offset);
+    if (firstOfVariant) verifyRejectionTracking(engine, tracking);
+    return new WorkerSandbox(engine, tracking, this.bundle, this.watchdog, {
+      emitLog: (sandboxId: number, entry: LogEntry) => this.post({ type: "log", sandboxId, entry }),
+      onPoisoned: (sandbox: WorkerSandbox) => void this.sandboxes.delete(sandbox.sandboxId),
+    });
+  }
+
+  /** Warms V8's wasm tiers (the first long evaluation is ~3x slower) and fills the pool. */
+  async start(): Promise<void> {
+    const sandbox = await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes);
+    sandbox.configure(0, {
+      limits: { ...DEFAULT_LIMITS },
+      allow: [],
+      env: {},
+      secrets: {},
+      cloud: null,
+      location: null,
+      streamLogs: false,
+      variant: "release",
+    });
+    await sandbox.run("let s = 0; for (let i = 0; i < 300000; i++) s += i % 7; export default () => s", "warmup.js", undefined);
+    sandbox.dispose();
+    this.post({ type: "ready" });
+    this.refill();
+  }
+
+  private refill(): void {
+    if (this.refilling || this.pool.length >= this.init.warmPoolSize) return;
+    this.refilling = true;
+    // One sandbox per macrotask, so requests are never stuck behind the whole refill.
+    setImmediate(async () => {
+      try {
+        const sandbox = await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes);
+        sandbox.prepareSpare();
+        this.pool.push(sandbox);
+      } catch {
+        // Out of memory or similar: the pool stays smaller; requests build sandboxes themselves.
+      } finally {
+        this.refilling = false;
+      }
+      if (this.pool.length < this.init.warmPoolSize) this.refill();
+    });
+  }
+
+  private recycle(sandbox: WorkerSandbox): void {
+    const engine = sandbox.engine;
+    if (
+      this.pool.length < this.init.warmPoolSize &&
+      engine.memoryLimitBytes === Math.floor(DEFAULT_LIMITS.memoryBytes / 65536) * 65536 &&
+      engine.memory.buffer.byteLength <= RECYCLE_MAX_MEMORY_BYTES
+    ) {
+      this.pool.push(sandbox);
+      setImmediate(() => {
+        try {
+          sandbox.prepareSpare();
+        } catch {
+          this.pool.splice(this.pool.indexOf(sandbox), 1);
+        }
+      });
+    }
+  }
+
+  async handle(id: number, request: WorkerRequest): Promise<void> {
+    try {
+      const value = await this.perform(request);
+      this.post({ type: "reply", id, ok: true, value });
+    } catch (error) {
+      const err = error instanceof Error ? error : new Error(String(error));
+      this.post({ type: "reply", id, ok: false, error: { name: err.name, message: err.message } });
+    }
+  }
+
+  private sandbox(sandboxId: number): Promise<WorkerSandbox> {
+    const sandbox = this.sandboxes.get(sandboxId);
+    if (!sandbox) throw new Error(`no sandbox ${sandboxId} in this worker (it was disposed)`);
+    return sandbox;
+  }
+
+  private async create(sandboxId: number, config: WorkerRequest & { op: "create" }): Promise<WorkerSandbox> {
+    const { config: settings } = config;
+    const pooled =
+      settings.variant === "release" && settings.limits.memoryBytes === DEFAULT_LIMITS.memoryBytes ? this.pool.shift() : undefined;
+    const sandbox = pooled ?? (await this.newSandbox(settings.variant, settings.limits.memoryBytes));
+    sandbox.configure(sandboxId, settings);
+    if (pooled) this.refill();
+    return sandbox;
+  }
+
+  private async perform(request: WorkerRequest): Promise<unknown> {
+    switch (request.op) {
+      case "create": {
+        const created = this.create(request.sandboxId, request);
+        this.sandboxes.set(request.sandboxId, created);
+        try {
+          await created;
+        } catch (error) {
+          this.sandboxes.delete(request.sandboxId);
+          throw error;
+        }
+        return true;
+      }
+      case "run":
+        return this.runOn(request.sandboxId, (sandbox) => sandbox.run(request.code, request.filename, request.input));
+      case "load":
+        return this.runOn(request.sandboxId, (sandbox) => sandbox.load(request.pluginId, request.code, request.filename));
+      case "call":
+        return this.runOn(request.sandboxId, (sandbox) => sandbox.call(request.pluginId, request.name, request.args));
+      case "unload":
+        (await this.sandboxes.get(request.sandboxId)?.catch(() => undefined))?.unload(request.pluginId);
+        return true;
+      case "dispose": {
+        const sandbox = await this.sandboxes.get(request.sandboxId)?.catch(() => undefined);
+        this.sandboxes.delete(request.sandboxId);
+        if (sandbox && sandbox.dispose()) this.recycle(sandbox);
+        return true;
+      }
+    }
+  }
+
+  private async runOn(sandboxId: number, work: (sandbox: WorkerSandbox) => Promise<unknown>): Promise<unknown> {
+    const sandbox = await this.sandbox(sandboxId);
+    const outcome = await work(sandbox);
+    if (!sandbox.alive) this.sandboxes.delete(sandboxId);
+    return outcome;
+  }
+}
