@@ -57,7 +57,7 @@ describe("polling (RFC 8628 §3.4-3.5)", () => {
     expect(first.body.error).toBe("authorization_pending");
     expect(first.headers.get("cache-control")).toBe("no-store");
     expect((await poll(device_code)).body.error).toBe("slow_down"); // at once: too fast; interval now 10 s
-    await advanceClock(emu, 6); // enough for 5 s, not for 10 s
+    await advanceClock(emu, 4.5); // past the 5 s interval's 80 % threshold, well short of 10 s's
     expect((await poll(device_code)).body.error).toBe("slow_down"); // interval now 15 s
     await advanceClock(emu, 15);
     expect((await poll(device_code)).body.error).toBe("authorization_pending");
