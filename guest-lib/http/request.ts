@@ -6,7 +6,7 @@ import { AbortController, AbortSignal } from "scriptbox:web";
 import { type Blob, createBlob } from "./blob";
 import { type BodyInit, type BodyState, bodyBytes, bodyStates, cloneBodyState, installBody, newBodyState } from "./body";
 import { Headers, type HeadersInit, fillHeaders, headerPairs } from "./headers";
-import { parseURL } from "./url";
+import { parseHref, parseURL } from "./url";
 import { TypeErrorCtor, isToken, toByteString, toDictionary, toEnum, toStringValue, webidlInterface } from "./util";
 
 export interface RequestOpts {
@@ -38,15 +38,21 @@ interface RequestSlots {
 
 /** A request URL: absolute after resolving, and without credentials (Fetch §5.4 step 5). */
 function requestURL(input: string): string {
-  const url = parseURL(input, "Request");
-  if (url.username || url.password) throw new TypeErrorCtor(`Request: the URL ${JSON.stringify(input)} includes credentials`);
-  return url.href;
+  const href = parseHref(input, "Request");
+  // Only a URL with "@" before its path can carry credentials.
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(href)) {
+    const url = parseURL(href, "Request");
+    if (url.username || url.password) throw new TypeErrorCtor(`Request: the URL ${JSON.stringify(input)} includes credentials`);
+  }
+  return href;
 }
 
 const NORMALIZED_METHODS = ["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"];
 const FORBIDDEN_METHODS = ["CONNECT", "TRACE", "TRACK"];
 
 let slotsOf: (request: Request) => RequestSlots;
+// Passed as init by clone(): the slots are ready, skip the constructor steps.
+const INTERNAL = {};
 export let isRequest: (value: unknown) => value is Request;
 
 export class Request {
@@ -54,6 +60,11 @@ export class Request {
 
   constructor(input: Request | string, init?: RequestOpts) {
     if (arguments.length === 0) throw new TypeErrorCtor("Request constructor: 1 argument required");
+    if (init === INTERNAL) {
+      this.#slots = input as unknown as RequestSlots;
+      bodyStates.set(this, this.#slots.body);
+      return;
+    }
     const source = isRequest(input) ? input.#slots : null;
     const url = source ? source.url : requestURL(toStringValue(input));
     const opts = toDictionary(init, "Request init");
@@ -96,7 +107,7 @@ export class Request {
     if (referrer !== undefined) {
       if (referrer === "") slots.referrer = "";
       else {
-        const parsed = parseURL(referrer, "Request referrer").href;
+        const parsed = parseHref(referrer, "Request referrer");
         slots.referrer = parsed === "about:client" ? "about:client" : parsed;
       }
     }
@@ -204,10 +215,7 @@ export class Request {
     const slots = this.#slots;
     const headers = new Headers(slots.headers);
     const body = cloneBodyState(slots.body, headers);
-    const copy = new Request(slots.url);
-    copy.#slots = { ...slots, headers, body, signal: null, bodyBlob: null };
-    bodyStates.set(copy, body);
-    return copy;
+    return new Request({ ...slots, headers, body, signal: null, bodyBlob: null } as never, INTERNAL as RequestOpts);
   }
 
   static {

@@ -47,12 +47,19 @@ function toUnsignedShort(value: unknown): number {
   return Number.isFinite(n) ? ((n % 65536) + 65536) % 65536 : 0;
 }
 
-let create: (slots: ResponseSlots) => Response;
+// Passed as init by create(): the slots are ready, skip "initialize a response".
+const INTERNAL = {};
+const create = (slots: ResponseSlots) => new Response(slots as never, INTERNAL as ResponseOpts);
 
 export class Response {
   #slots: ResponseSlots;
 
   constructor(body: BodyInit | null = null, init?: ResponseOpts) {
+    if (init === INTERNAL) {
+      this.#slots = body as unknown as ResponseSlots;
+      bodyStates.set(this, this.#slots.body);
+      return;
+    }
     const [slots, signal] = initialize(init);
     if (body !== null && body !== undefined && NULL_BODY_STATUS.includes(slots.status)) {
       throw new TypeErrorCtor(`Response: a ${slots.status} response cannot have a body`);
@@ -119,15 +126,6 @@ export class Response {
     const headers = new Headers(slots.headers);
     setGuard(headers, guardOf(slots.headers));
     return create({ ...slots, headers, body: cloneBodyState(slots.body, headers) });
-  }
-
-  static {
-    create = (slots) => {
-      const response = new Response();
-      response.#slots = slots;
-      bodyStates.set(response, slots.body);
-      return response;
-    };
   }
 }
 

@@ -6,9 +6,34 @@ import { TypeErrorCtor } from "./util";
 
 let base: string | null | undefined;
 
+// A URL already in the form the URL parser would serialize it to: http(s), a lower-case
+// host whose last label starts with a letter (so no IPv4 number parsing) and has no IDNA
+// label, or a dotted-decimal IPv4 address as the parser writes it, no userinfo, a non-default port without leading zeros, and path, query and
+// fragment made only of characters the parser leaves as they are, without dot segments.
+// Such input is its own href; anything else goes through the URL parser. This skips
+// ~0.2 ms of parsing per Request on QuickJS, the largest guest cost of a small fetch.
+const CANONICAL =
+  /^https?:\/\/(?:(?:[a-z0-9-]+\.)*[a-z][a-z0-9-]*|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))(?::[1-9][0-9]{0,4})?(?:\/[A-Za-z0-9\-._~!$&()*+,;=:@/%]*)?(?:\?[A-Za-z0-9\-._~!$&()*+,;=:@/?%]*)?(?:#[A-Za-z0-9\-._~!$&()*+,;=:@/?%]*)?$/;
+
+/** The href the URL parser would give for input (resolved against location), or a TypeError. */
+export function parseHref(input: string, what: string): string {
+  if (CANONICAL.test(input) && !/xn--|\/\.(?:\.|\/|$|%|\?|#)|%2e/i.test(input)) {
+    const start = input.indexOf("//") + 2;
+    const length = input.slice(start).search(/[/?#]/);
+    const end = length < 0 ? input.length : start + length;
+    const colon = input.lastIndexOf(":", end);
+    const port = colon > start ? Number(input.slice(colon + 1, end)) : -1;
+    if (port !== (input.charCodeAt(4) === 0x73 ? 443 : 80) && port <= 65535) {
+      return input.charCodeAt(end) === 0x2f ? input : `${input.slice(0, end)}/${input.slice(end)}`;
+    }
+  }
+  return parseURL(input, what).href;
+}
+
 export function parseURL(input: string, what: string): URL {
   if (base === undefined) base = bridge.location();
-  const url = URL.parse(input, base ?? undefined);
+  // An input with "scheme://" does not depend on the base: skip parsing the base.
+  const url = URL.parse(input, /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(input) ? undefined : (base ?? undefined));
   if (url === null) {
     throw new TypeErrorCtor(
       base === null && URL.parse(input, "http://base.invalid/") !== null

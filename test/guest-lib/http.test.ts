@@ -113,6 +113,24 @@ describe("http module classes", () => {
     expect(v.tag).toBe("[object Request]");
   });
 
+  test("URL Standard: Request.url equals the URL parser's href for every input (the canonical-URL fast path never differs)", async () => {
+    const v = await guest(`
+      const inputs = ["http://a.com", "http://a.com?x=1", "http://a.com#f", "https://a.com:443/x", "http://a.com:80", "http://a.com:8080", "http://a.com:08080/", "http://a.com:65536/",
+    "http://127.0.0.1:1234/x?i=1", "http://1.2.3/", "http://a.0x1f/", "http://a.b.c/./x", "http://a/b/../c", "http://a/%2e/", "http://a/.hidden", "http://a/x/..",
+    "http://xn--bcher-kva.de/", "http://a--b.com/", "http://-a.com/", "https://x.y.z/p/q?r=s&t=u#v", "http://a.com/?a=b?c", "http://a.com/p;q=1", "http://a.com/%41",
+    "http://a.com/%zz", "http://a.com/a@b", "http://a.com/x~y", "http://ab.c-/", "http://a1.b2/", "http://a.1b/", "http://a.com:0/", "http://a.com:1/", "https://a.com:80/",
+    "http://a.com/?x#y?z", "http://a.com?#", "http://a.com/#", "http://a.com/?", "http://a.com/#/..", "http://a.com/?/../", "http://127.0.0.1/", "http://127.0.0.01/", "http://256.1.1.1/", "http://1.2.3.4:80/", "http://10.0.0.255:99/p", "http://0.0.0.0/", "HTTP://A.COM/", "http://a.com/ä", "http://a b/", "  http://a.com/"];
+      const out = [];
+      for (const input of inputs) {
+        let viaRequest, viaURL;
+        try { viaRequest = new Request(input).url; } catch (e) { viaRequest = e.name; }
+        try { viaURL = new URL(input, "${"https://app.example.test/base/page.html"}").href; } catch (e) { viaURL = "TypeError"; }
+        if (viaRequest !== viaURL) out.push([input, viaRequest, viaURL]);
+      }
+      return [out, inputs.length];`);
+    expect(v).toEqual([[], 48]);
+  });
+
   test("Fetch §5.4 Request: a relative URL without the location option is a TypeError", async () => {
     const v = await guest(`${THREW} return [threw(() => new Request("/x")), new Request("https://a.test/x").url, await rejected(fetch("/x"))];`, { location: null });
     expect(v).toEqual(["TypeError", "https://a.test/x", "TypeError"]);
