@@ -219,7 +219,7 @@ describe("fetch (guest side)", () => {
   });
 
   test("Fetch §5.6 fetch: other schemes, bad ports and refused hosts are TypeErrors; an aborted signal rejects with its reason", async () => {
-    const v = await guest(`
+    const v = await guest<string[]>(`
       const reason = async (p) => { try { await p; return "resolved"; } catch (e) { return e.name + ": " + e.message; } };
       const c = new AbortController(); c.abort(new RangeError("mine"));
       return [await reason(fetch("file:///etc/passwd")), await reason(fetch("about:blank")), await reason(fetch("blob:https://a.test/x")),

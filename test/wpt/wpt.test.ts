@@ -76,7 +76,7 @@ describe("web-platform-tests in the sandbox", () => {
       const { code, title } = loadTest(path);
       const script = `${shim}\nexport default async () => __wpt.run(${JSON.stringify(code)}, ${JSON.stringify(title)});\n`;
       const run = await runScript(script, { filename: `wpt/${file}`, location: `http://web-platform.test:8000/${file}` });
-      expect(run.error).toBeUndefined();
+      if (!run.ok) expect.fail(`sandbox run failed: ${JSON.stringify(run.error)}`);
       const { results, harnessError } = run.value as { results: Result[]; harnessError: string | null };
       expect(harnessError).toBeNull();
       const expected = EXPECTED_FAILURES[file] ?? {};
