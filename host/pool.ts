@@ -48,6 +48,7 @@ export class WorkerConnection {
   private readonly watchdog: Float64Array;
   private readonly pending = new Map<number, Pending>();
   private readonly logListeners = new Map<number, (entry: LogEntry) => void>();
+  private readonly disposeListeners = new Map<number, (reason: string) => void>();
   private nextId = 1;
   sandboxCount = 0;
   lost: WorkerLostError | null = null;
@@ -83,6 +84,12 @@ export class WorkerConnection {
     else this.logListeners.delete(sandboxId);
   }
 
+  /** Tells a sandbox proxy that the worker disposed its sandbox on its own. */
+  onDisposed(sandboxId: number, listener: ((reason: string) => void) | null): void {
+    if (listener) this.disposeListeners.set(sandboxId, listener);
+    else this.disposeListeners.delete(sandboxId);
+  }
+
   get busy(): boolean {
     return this.pending.size > 0;
   }
@@ -98,6 +105,10 @@ export class WorkerConnection {
           process.emitWarning(`scriptbox: onLog threw: ${(error as Error).message}`);
         }
       }
+      return;
+    }
+    if (message.type === "disposed") {
+      this.disposeListeners.get(message.sandboxId)?.(message.reason);
       return;
     }
     if (message.type !== "reply") return;

@@ -39,7 +39,12 @@ export interface ActivationOutcome {
 
 export type WorkerReply = { type: "reply"; id: number; ok: true; value: unknown } | { type: "reply"; id: number; ok: false; error: { name: string; message: string } };
 
-export type WorkerMessage = WorkerReply | { type: "log"; sandboxId: number; entry: LogEntry } | { type: "ready" };
+export type WorkerMessage =
+  | WorkerReply
+  | { type: "log"; sandboxId: number; entry: LogEntry }
+  /** A sandbox failed outside any request (its engine could not free a realm): it is gone. */
+  | { type: "disposed"; sandboxId: number; reason: string }
+  | { type: "ready" };
 
 export interface WorkerInit {
   wasmModules: Partial<Record<EngineVariantName, WebAssembly.Module>>;

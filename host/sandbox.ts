@@ -63,11 +63,16 @@ export class Sandbox {
     const connection = pool.acquire(options.isolate === true);
     const id = nextSandboxId++;
     connection.onLog(id, options.onLog ?? null);
+    const sandboxRef: { sandbox?: Sandbox } = {};
+    connection.onDisposed(id, (reason) => {
+      if (sandboxRef.sandbox) sandboxRef.sandbox.#markDisposed(reason);
+    });
     // Not awaited: the worker handles messages in order, so the first run is pipelined
     // behind the creation instead of waiting a round trip for it.
     const created = connection.request({ op: "create", sandboxId: id, config });
     created.catch(() => undefined);
-    return new Sandbox(pool, connection, id, created, config.limits);
+    sandboxRef.sandbox = new Sandbox(pool, connection, id, created, config.limits);
+    return sandboxRef.sandbox;
   }
 
   private get limits() {
@@ -162,6 +167,7 @@ export class Sandbox {
     this.#disposed = "dispose() was called";
     this.#plugins.clear();
     this.#connection.onLog(this.#id, null);
+    this.#connection.onDisposed(this.#id, null);
     try {
       if (!this.#connection.lost) await this.#connection.request({ op: "dispose", sandboxId: this.#id });
     } catch {
@@ -174,12 +180,18 @@ export class Sandbox {
   async #request<T>(request: Parameters<WorkerConnection["request"]>[0]): Promise<T> {
     try {
       const [created, reply] = await Promise.allSettled([this.#created, this.#connection.request<T>(request)]);
+      if (reply.status === "fulfilled") return reply.value;
+      const error = reply.reason as Error;
+      if (error instanceof WorkerLostError) throw error;
+      if (error.name === "SandboxDisposedError") {
+        this.#markDisposed(error.message);
+        throw new SandboxDisposedError(this.#disposed!);
+      }
       if (created.status === "rejected") {
         this.#markDisposed(`it could not be created: ${(created.reason as Error).message}`);
         throw new SandboxDisposedError(this.#disposed!);
       }
-      if (reply.status === "rejected") throw reply.reason;
-      return reply.value;
+      throw error;
     } catch (error) {
       if (!(error instanceof WorkerLostError)) throw error;
       if (error.stoppedSandboxId === this.#id && (request.op === "run" || request.op === "call" || request.op === "load")) {
@@ -204,6 +216,7 @@ export class Sandbox {
     this.#disposed = reason;
     this.#plugins.clear();
     this.#connection.onLog(this.#id, null);
+    this.#connection.onDisposed(this.#id, null);
     this.#pool.release(this.#connection);
   }
 

@@ -76,6 +76,8 @@ function encode(value: unknown, path: string, ancestors: unknown[], buffers: Arr
     buffers.push(arrayBufferSlice(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength));
     return { [MARK]: "bytes", i: buffers.length - 1 };
   }
+  const toJSON = (object as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === "function") return encode(toJSON.call(object), path, ancestors, buffers);
   ancestors.push(object);
   try {
     if (isArray(object)) {
@@ -85,8 +87,6 @@ function encode(value: unknown, path: string, ancestors: unknown[], buffers: Arr
     }
     const proto = getPrototypeOf(object);
     if (proto !== ObjectPrototype && proto !== null) {
-      const toJSON = (object as { toJSON?: unknown }).toJSON;
-      if (typeof toJSON === "function") return encode(toJSON.call(object), path, ancestors, buffers);
       const name = constructorName(object);
       const hint =
         name === "Map" ? "use Object.fromEntries(map)" : name === "Set" ? "use Array.from(set)" : name === "Promise" ? "await it" : "return plain data";

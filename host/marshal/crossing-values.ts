@@ -30,13 +30,13 @@ export function toCrossable(value: unknown, path: string, ancestors: object[] = 
   if (object instanceof Date) return Number.isFinite(object.getTime()) ? object.toISOString() : null;
   if (object instanceof ArrayBuffer) return new Uint8Array(object.slice(0));
   if (ArrayBuffer.isView(object)) return new Uint8Array(object.buffer.slice(object.byteOffset, object.byteOffset + object.byteLength));
+  const toJSON = (object as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === "function") return toCrossable(toJSON.call(object), path, ancestors);
   ancestors.push(object);
   try {
     if (Array.isArray(object)) return object.map((item, i) => toCrossable(item, `${path}[${i}]`, ancestors));
     const proto = Object.getPrototypeOf(object);
     if (proto !== Object.prototype && proto !== null) {
-      const toJSON = (object as { toJSON?: unknown }).toJSON;
-      if (typeof toJSON === "function") return toCrossable(toJSON.call(object), path, ancestors);
       return refuse(path, `a ${(object as { constructor?: { name?: string } }).constructor?.name ?? "class"} instance`);
     }
     const out: Record<string, unknown> = {};

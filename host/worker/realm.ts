@@ -8,7 +8,6 @@
 // decides when the activation is over: when its main promise has settled and nothing it
 // started is still pending, or when something failed.
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
-import { posix } from "node:path";
 import type { EngineInstance } from "../engine/instance.js";
 import { canMoveBytes, canMoveString } from "../engine/headroom.js";
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
@@ -112,10 +111,23 @@ export class Realm {
     return this.dead === null;
   }
 
+  /**
+   * Whether QuickJS can free this realm. After an interrupt stopped a promise chain, or
+   * with jobs still queued, JS_FreeRuntime can abort on objects QuickJS itself still
+   * references (reproduced with bare quickjs-emscripten), which would kill the whole engine
+   * instance; such realms are parked instead (see WorkerSandbox).
+   */
+  get freeable(): boolean {
+    return this.alive && this.guard.interruptedBy === null && !this.runtime.hasPendingJob();
+  }
+
   // ---- modules --------------------------------------------------------------------------
 
-  private normalizeModuleName(base: string, requested: string): string {
-    if (requested.startsWith("./") || requested.startsWith("../")) return posix.join(posix.dirname(base), requested);
+  /**
+   * Names stay as written: builtins are bare names, and a script given as source has no
+   * files, so a relative name is only ever refused (files run by path arrive bundled).
+   */
+  private normalizeModuleName(_base: string, requested: string): string {
     return requested;
   }
 
@@ -145,7 +157,7 @@ export class Realm {
   /** Evaluates a script module; calls its default export with `input`; awaits everything. */
   run(code: string, filename: string, input: unknown): Promise<ActivationOutcome> {
     return this.activate("run", () => {
-      const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), true);
+      const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), filename);
       if (evaluated === null) return;
       this.await(evaluated, (namespace) => {
         const fn = this.context.getProp(namespace, "default");
@@ -167,7 +179,7 @@ export class Realm {
   /** Evaluates a plugin module and keeps its namespace for later calls. */
   load(code: string, filename: string): Promise<ActivationOutcome> {
     return this.activate("load", () => {
-      const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), true);
+      const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), filename);
       if (evaluated === null) return;
       this.await(evaluated, (namespace) => {
         this.namespace = namespace;
@@ -244,7 +256,7 @@ export class Realm {
     }
     value.dispose();
     if (state.type === "fulfilled") then(state.value);
-    else this.failWithGuestError(state.error, false);
+    else this.failWithGuestError(state.error, null);
   }
 
   /** The main value is final: snapshot it for the host (the awaited value, as returned). */
@@ -336,7 +348,7 @@ export class Realm {
    * Runs `fn` (a call into the engine) under the activation's budgets. Returns the value,
    * or null after recording the failure (guest exception, limit, or a poisoned engine).
    */
-  enterGuest(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, evaluatingModule = false): QuickJSHandle | null {
+  enterGuest(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, evaluatingModule: string | null = null): QuickJSHandle | null {
     const activation = this.activation!;
     let result: { value?: QuickJSHandle; error?: QuickJSHandle };
     try {
@@ -385,7 +397,7 @@ export class Realm {
           }
           if (jobs.error) {
             const error = jobs.error;
-            this.failWithGuestError(error, false);
+            this.failWithGuestError(error, null);
             continue;
           }
           if (this.guard.interruptedBy !== null) this.failInterrupted("");
@@ -401,7 +413,7 @@ export class Realm {
             this.forgetUnhandled(this.valueBits(promise));
             promise.dispose();
             if (state.type === "fulfilled") this.guardedContinuation(() => then(state.value));
-            else this.failWithGuestError(state.error, false);
+            else this.failWithGuestError(state.error, null);
             continue;
           }
         }
@@ -475,7 +487,7 @@ export class Realm {
   }
 
   /** Records a guest exception as the activation's failure, classifying limits. */
-  private failWithGuestError(error: QuickJSHandle, evaluatingModule: boolean): void {
+  private failWithGuestError(error: QuickJSHandle, evaluatingModule: string | null): void {
     const activation = this.activation!;
     if (this.guard.interruptedBy !== null) {
       const stack = this.readStack(error);
@@ -491,10 +503,11 @@ export class Realm {
     if (name === "InternalError" && message === "stack overflow") {
       return activation.failLimit("limit", `stackBytes limit (${activation.limits.stackBytes} bytes) exceeded: stack overflow`, stack);
     }
-    // A parse error's stack has one frame without a function: "    at file.js:3:7".
-    const parseLocation = /^\s*at ([^\s()]+:\d+:\d+)\s*$/.exec(stack.split("\n")[0] ?? "");
-    if (evaluatingModule && name === "SyntaxError" && parseLocation) {
-      return activation.fail("syntax", name, `${parseLocation[1]}: ${message}`, stack);
+    // A parse error of the module has one frame, without a function, in the module's own
+    // file: "    at job.js:3:7" (JSON.parse's errors say "<input>:1:2").
+    const parseLocation = /^\s*at ([^\s()]+):(\d+:\d+)\s*$/.exec(stack.split("\n")[0] ?? "");
+    if (evaluatingModule !== null && name === "SyntaxError" && parseLocation && parseLocation[1] === evaluatingModule) {
+      return activation.fail("syntax", name, `${parseLocation[1]}:${parseLocation[2]}: ${message}`, stack);
     }
     activation.fail("script", name, message, stack);
   }
@@ -598,7 +611,7 @@ export class Realm {
       this.unhandled.delete(bits);
       const reason = entry.reason;
       entry.promise.dispose();
-      this.failWithGuestError(reason, false);
+      this.failWithGuestError(reason, null);
       return true;
     }
     return false;
@@ -618,6 +631,20 @@ export class Realm {
 
   disown(handle: { dispose(): void; alive: boolean }): void {
     this.owned.delete(handle);
+  }
+
+  /**
+   * Stops using the realm without freeing it (see `freeable`): ends any activation, cancels
+   * host timers, stops rejection tracking.
+   */
+  abandon(): void {
+    if (this.activation && !this.activation.finished) {
+      this.activation.fail("script", "Error", "the sandbox was disposed while the script was running");
+      this.end();
+    }
+    if (this.wallTimer) clearTimeout(this.wallTimer);
+    this.stopTracking();
+    this.dead ??= "abandoned";
   }
 
   /** Frees everything; after a poisoning only host-side state is dropped (no engine calls). */

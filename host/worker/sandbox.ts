@@ -13,6 +13,8 @@ import { Realm, type RealmServices } from "./realm.js";
 export interface SandboxHost {
   emitLog(sandboxId: number, entry: LogEntry): void;
   onPoisoned(sandbox: WorkerSandbox): void;
+  /** A fresh engine instance (and its rejection tracking) of the same variant and size. */
+  newEngine(variant: SandboxConfig["variant"], memoryBytes: number): Promise<{ engine: EngineInstance; tracking: RejectionTracking }>;
 }
 
 interface PluginSlot {
@@ -35,6 +37,12 @@ function failedOutcome(message: string, sandboxDisposed?: string): ActivationOut
 
 export class WorkerSandbox implements RealmServices {
   private id = 0;
+  /**
+   * Realms QuickJS cannot free safely (stopped by an interrupt, or with jobs still queued:
+   * see Realm.freeable). Draining them would run guest code, and freeing them can abort
+   * the whole instance, so they are left untouched until the engine instance is replaced.
+   */
+  private readonly parked: Realm[] = [];
   private configuration: SandboxConfig | null = null;
   private fetchTransport: SandboxFetchTransport | null = null;
   private spare: Realm | null = null;
@@ -43,8 +51,8 @@ export class WorkerSandbox implements RealmServices {
   disposedReason: string | null = null;
 
   constructor(
-    readonly engine: EngineInstance,
-    readonly tracking: RejectionTracking,
+    public engine: EngineInstance,
+    public tracking: RejectionTracking,
     readonly bundle: GuestBundle,
     readonly watchdog: WatchdogSlot,
     private readonly host: SandboxHost,
@@ -122,8 +130,9 @@ export class WorkerSandbox implements RealmServices {
   }
 
   /** A realm for a new run or plugin, or the outcome that explains why there is none. */
-  private acquireRealm(): Realm | ActivationOutcome {
+  private async acquireRealm(): Promise<Realm | ActivationOutcome> {
     if (!this.alive) return failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!);
+    if (this.parked.length > 0 && this.plugins.size === 0 && this.running.size === 0) await this.replaceEngine();
     try {
       return this.takeRealm();
     } catch (error) {
@@ -132,7 +141,7 @@ export class WorkerSandbox implements RealmServices {
   }
 
   async run(code: string, filename: string, input: unknown): Promise<ActivationOutcome> {
-    const realm = this.acquireRealm();
+    const realm = await this.acquireRealm();
     if (!(realm instanceof Realm)) return realm;
     this.running.add(realm);
     try {
@@ -144,7 +153,7 @@ export class WorkerSandbox implements RealmServices {
   }
 
   async load(pluginId: number, code: string, filename: string): Promise<ActivationOutcome> {
-    const realm = this.acquireRealm();
+    const realm = await this.acquireRealm();
     if (!(realm instanceof Realm)) return realm;
     const outcome = await realm.load(code, filename);
     if (outcome.ok && realm.alive) this.plugins.set(pluginId, { realm, queue: Promise.resolve() });
@@ -181,8 +190,28 @@ export class WorkerSandbox implements RealmServices {
     return this.plugins.size;
   }
 
+  /** Drops the current engine instance (never calling into it again) for a fresh one. */
+  private async replaceEngine(): Promise<void> {
+    const config = this.config();
+    const { engine, tracking } = await this.host.newEngine(config.variant, config.limits.memoryBytes);
+    this.engine = engine;
+    this.tracking = tracking;
+    this.parked.length = 0;
+    this.spare = null;
+  }
+
+  /** Whether the engine instance can serve another sandbox after this one is disposed. */
+  get recyclable(): boolean {
+    return this.alive && this.parked.length === 0;
+  }
+
   private disposeRealm(realm: Realm): void {
     if (!this.alive || !realm.alive) return;
+    if (!realm.freeable) {
+      realm.abandon();
+      this.parked.push(realm);
+      return;
+    }
     try {
       realm.dispose();
     } catch (error) {
@@ -211,6 +240,6 @@ export class WorkerSandbox implements RealmServices {
     for (const realm of this.running) this.disposeRealm(realm);
     this.running.clear();
     this.reset();
-    return this.alive;
+    return this.recyclable;
   }
 }

@@ -5,6 +5,7 @@
 // of what "create a sandbox and run 1 + 1" would cost; done ahead of time, creating a
 // sandbox is taking one from the pool.
 import type { MessagePort } from "node:worker_threads";
+import { inspect } from "node:util";
 import { createEngineInstance } from "../engine/instance.js";
 import { findTrackerFieldOffset, RejectionTracking, verifyRejectionTracking } from "../engine/rejection-tracker.js";
 import type { EngineVariantName } from "../engine/wasm-binary.js";
@@ -25,6 +26,8 @@ export class WorkerHost {
   private readonly sandboxes = new Map<number, Promise<WorkerSandbox>>();
   private readonly pool: WorkerSandbox[] = [];
   private readonly trackerOffsets = new Map<EngineVariantName, number>();
+  /** Why sandboxes that failed on their own (outside a request) are gone. */
+  private readonly tombstones = new Map<number, string>();
   private refilling = false;
 
   constructor(private readonly init: WorkerInit, private readonly port: MessagePort) {
@@ -36,6 +39,21 @@ export class WorkerHost {
   }
 
   async newSandbox(variant: EngineVariantName, memoryBytes: number): Promise<WorkerSandbox> {
+    const { engine, tracking } = await this.newEngine(variant, memoryBytes);
+    return new WorkerSandbox(engine, tracking, this.bundle, this.watchdog, {
+      emitLog: (sandboxId: number, entry: LogEntry) => this.post({ type: "log", sandboxId, entry }),
+      onPoisoned: (sandbox: WorkerSandbox) => {
+        const sandboxId = sandbox.sandboxId;
+        if (sandboxId === 0) return;
+        this.sandboxes.delete(sandboxId);
+        this.tombstones.set(sandboxId, sandbox.disposedReason ?? "its engine failed");
+        this.post({ type: "disposed", sandboxId, reason: sandbox.disposedReason ?? "its engine failed" });
+      },
+      newEngine: (variant, memoryBytes) => this.newEngine(variant, memoryBytes),
+    });
+  }
+
+  private async newEngine(variant: EngineVariantName, memoryBytes: number) {
     const engine = await createEngineInstance(memoryBytes, variant);
     let offset = this.trackerOffsets.get(variant);
     const firstOfVariant = offset === undefined;
@@ -45,10 +63,7 @@ export class WorkerHost {
     }
     const tracking = new RejectionTracking(engine, offset);
     if (firstOfVariant) verifyRejectionTracking(engine, tracking);
-    return new WorkerSandbox(engine, tracking, this.bundle, this.watchdog, {
-      emitLog: (sandboxId: number, entry: LogEntry) => this.post({ type: "log", sandboxId, entry }),
-      onPoisoned: (sandbox: WorkerSandbox) => void this.sandboxes.delete(sandbox.sandboxId),
-    });
+    return { engine, tracking };
   }
 
   /** Warms V8's wasm tiers (the first long evaluation is ~3x slower) and fills the pool. */
@@ -111,15 +126,16 @@ export class WorkerHost {
       const value = await this.perform(request);
       this.post({ type: "reply", id, ok: true, value });
     } catch (error) {
-      const err = error instanceof Error ? error : new Error(String(error));
+      const err = error instanceof Error ? error : new Error(inspect(error, { depth: 2, breakLength: Infinity }));
       this.post({ type: "reply", id, ok: false, error: { name: err.name, message: err.message } });
     }
   }
 
   private sandbox(sandboxId: number): Promise<WorkerSandbox> {
     const sandbox = this.sandboxes.get(sandboxId);
-    if (!sandbox) throw new Error(`no sandbox ${sandboxId} in this worker (it was disposed)`);
-    return sandbox;
+    if (sandbox) return sandbox;
+    const reason = this.tombstones.get(sandboxId) ?? "it is not in this worker";
+    throw Object.assign(new Error(reason), { name: "SandboxDisposedError" });
   }
 
   private async create(sandboxId: number, config: WorkerRequest & { op: "create" }): Promise<WorkerSandbox> {
@@ -157,6 +173,7 @@ export class WorkerHost {
       case "dispose": {
         const sandbox = await this.sandboxes.get(request.sandboxId)?.catch(() => undefined);
         this.sandboxes.delete(request.sandboxId);
+        this.tombstones.delete(request.sandboxId);
         if (sandbox && sandbox.dispose()) this.recycle(sandbox);
         return true;
       }
@@ -164,9 +181,6 @@ export class WorkerHost {
   }
 
   private async runOn(sandboxId: number, work: (sandbox: WorkerSandbox) => Promise<unknown>): Promise<unknown> {
-    const sandbox = await this.sandbox(sandboxId);
-    const outcome = await work(sandbox);
-    if (!sandbox.alive) this.sandboxes.delete(sandboxId);
-    return outcome;
+    return work(await this.sandbox(sandboxId));
   }
 }

@@ -1,0 +1,121 @@
+// Issue 2 §4: console formats like Node, is captured in result.logs, streamed to onLog as
+// it happens, and capped by maxLogBytes with a visible marker.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSandbox, runScript, type LogEntry, type Sandbox } from "scriptbox";
+
+let sandbox: Sandbox;
+beforeAll(async () => {
+  sandbox = await createSandbox();
+});
+afterAll(async () => {
+  await sandbox.dispose();
+});
+
+async function logsOf(source: string): Promise<string[]> {
+  const result = await sandbox.run(source);
+  expect(result.ok).toBe(true);
+  return result.logs.map((entry) => entry.message);
+}
+
+describe("console formatting (Node's util.inspect rules)", () => {
+  it("formats objects, arrays and primitives the way Node does", async () => {
+    expect(await logsOf("console.log({ a: 1, b: [ 1, 2 ] }, 'text', 3, -0, 10n, null, undefined, true)")).toEqual([
+      "{ a: 1, b: [ 1, 2 ] } text 3 -0 10n null undefined true",
+    ]);
+    expect(await logsOf("console.log({ s: \"it's\", n: { deep: { deeper: { deepest: 1 } } } })")).toEqual([
+      `{ s: "it's", n: { deep: { deeper: [Object] } } }`,
+    ]);
+  });
+
+  it("breaks long objects over lines and groups long numeric arrays in columns", async () => {
+    const [object, numbers] = await logsOf(
+      "console.log({ alpha: 'aaaaaaaaaaaaaaaa', beta: 'bbbbbbbbbbbbbbbbbbbb', gamma: 'cccccccccccccccccc', d: 1 }); console.log(Array.from({ length: 30 }, (_, i) => i + 1))",
+    );
+    expect(object).toBe("{\n  alpha: 'aaaaaaaaaaaaaaaa',\n  beta: 'bbbbbbbbbbbbbbbbbbbb',\n  gamma: 'cccccccccccccccccc',\n  d: 1\n}");
+    expect(numbers).toBe(
+      // Exactly what Node 20's util.inspect prints for the same array.
+      "[\n   1,  2,  3,  4,  5,  6,  7,  8,  9,\n  10, 11, 12, 13, 14, 15, 16, 17, 18,\n  19, 20, 21, 22, 23, 24, 25, 26, 27,\n  28, 29, 30\n]",
+    );
+  });
+
+  it("formats Map, Set, Date, RegExp, typed arrays, functions, classes, symbols and cycles", async () => {
+    const [line] = await logsOf(
+      "const o = { m: new Map([['k', { v: 1 }]]), s: new Set(['x']), d: new Date(0), r: /a+/g, u: new Uint8Array([1, 2]), f() {}, C: class Foo {}, y: Symbol('q') }; o.self = o; console.log(o)",
+    );
+    expect(line).toBe(
+      "<ref *1> {\n  m: Map(1) { 'k' => { v: 1 } },\n  s: Set(1) { 'x' },\n  d: 1970-01-01T00:00:00.000Z,\n  r: /a+/g,\n  u: Uint8Array(2) [ 1, 2 ],\n  f: [Function: f],\n  C: [class Foo],\n  y: Symbol(q),\n  self: [Circular *1]\n}",
+    );
+  });
+
+  it("prints errors with their name, message and stack", async () => {
+    const [line] = await logsOf("function where() { return new TypeError('bad input') }\nconsole.error(where())");
+    expect(line).toMatch(/^TypeError: bad input\n\s+at where \(script\.js:1:\d+\)/);
+  });
+
+  it("applies printf-style format specifiers", async () => {
+    expect(await logsOf("console.log('%s has %d items (%i%%) %j %o', 'cart', 3.5, 42.9, { a: 1 }, [1], 'rest', { r: 1 })")).toEqual([
+      "cart has 3.5 items (42%) {\"a\":1} [ 1 ] rest { r: 1 }",
+    ]);
+  });
+
+  it("shows promise states and class instances", async () => {
+    const [line] = await logsOf("class Point { constructor() { this.x = 1 } }; console.log(Promise.resolve(4), new Promise(() => {}), new Point(), Object.create(null))");
+    expect(line).toBe("Promise { 4 } Promise { <pending> } Point { x: 1 } [Object: null prototype] {}");
+  });
+
+  it("has table, trace, assert, count, time, group and dir", async () => {
+    const result = await sandbox.run(
+      "console.table([{ a: 1, b: 'x' }, { a: 2 }]); console.trace('here'); console.assert(1 === 2, 'math'); console.count(); console.count(); console.group('g'); console.log('inner'); console.groupEnd(); console.dir({ a: { b: { c: {} } } }, { depth: 0 }); console.time('t'); console.timeEnd('t')",
+    );
+    expect(result.ok).toBe(true);
+    const entries = result.logs.map((l) => [l.level, l.message]);
+    expect(entries[0]).toEqual(["log", "┌─────────┬───┬─────┐\n│ (index) │ a │ b   │\n├─────────┼───┼─────┤\n│ 0       │ 1 │ 'x' │\n│ 1       │ 2 │     │\n└─────────┴───┴─────┘"]);
+    expect(entries[1]![0]).toBe("trace");
+    expect(entries[1]![1]).toMatch(/^Trace: here\n\s+at /);
+    expect(entries[2]).toEqual(["error", "Assertion failed: math"]);
+    expect(entries.slice(3, 7)).toEqual([["info", "default: 1"], ["info", "default: 2"], ["log", "g"], ["log", "  inner"]]);
+    expect(entries[7]).toEqual(["log", "{ a: [Object] }"]);
+    expect(entries[8]![1]).toMatch(/^t: \d+ms$/);
+  });
+
+  it("records each level with a timestamp", async () => {
+    const before = Date.now();
+    const result = await sandbox.run("console.log('l'); console.info('i'); console.warn('w'); console.error('e'); console.debug('d')");
+    expect(result.logs.map((l) => l.level)).toEqual(["log", "info", "warn", "error", "debug"]);
+    for (const entry of result.logs) expect(entry.time).toBeGreaterThanOrEqual(before);
+  });
+});
+
+describe("log capture", () => {
+  it("streams entries to onLog as they happen, before the run ends", async () => {
+    const seen: { message: string; at: number }[] = [];
+    const streaming = await createSandbox({ onLog: (entry: LogEntry) => seen.push({ message: entry.message, at: Date.now() }) });
+    try {
+      const result = await streaming.run(
+        "console.log('first'); await new Promise(r => setTimeout(r, 300)); console.log('second'); export default () => 1",
+      );
+      const settledAt = Date.now();
+      expect(result.logs.map((l) => l.message)).toEqual(["first", "second"]);
+      expect(seen.map((s) => s.message)).toEqual(["first", "second"]);
+      // "first" reached the embedder while the script was still waiting on its timer.
+      expect(settledAt - seen[0]!.at).toBeGreaterThanOrEqual(250);
+    } finally {
+      await streaming.dispose();
+    }
+  });
+
+  it("caps output at maxLogBytes and marks the cut once", async () => {
+    const result = await runScript("for (let i = 0; i < 1000; i++) console.log('x'.repeat(100)); export default () => 'finished'", {
+      limits: { maxLogBytes: 1000 },
+    });
+    expect(result).toMatchObject({ ok: true, value: "finished" });
+    const kept = result.logs.slice(0, -1);
+    expect(kept.reduce((n, l) => n + Buffer.byteLength(l.message), 0)).toBe(1000);
+    expect(result.logs.at(-1)).toMatchObject({ level: "warn", message: "[scriptbox] console output truncated: maxLogBytes limit (1000 bytes) reached" });
+  });
+
+  it("cuts on a character boundary", async () => {
+    const result = await runScript("console.log('é'.repeat(10))", { limits: { maxLogBytes: 5 } });
+    expect(result.logs[0]!.message).toBe("éé");
+  });
+});

@@ -1,0 +1,144 @@
+// Issue 2 §2: running scripts: ES modules with top-level await, JS or TypeScript, the
+// default export called with `input`, values crossing the boundary as copies.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSandbox, runScript, type Sandbox } from "scriptbox";
+
+let sandbox: Sandbox;
+beforeAll(async () => {
+  sandbox = await createSandbox();
+});
+afterAll(async () => {
+  await sandbox.dispose();
+});
+
+describe("running a script", () => {
+  it("calls the default-exported function with input and returns its awaited value", async () => {
+    const result = await sandbox.run("export default async (input) => { await null; return input.a * 2 }", { input: { a: 21 } });
+    expect(result).toMatchObject({ ok: true, value: 42 });
+    expect(result.stats.cpuTimeMs).toBeGreaterThan(0);
+    expect(result.stats.memoryBytes).toBeGreaterThanOrEqual(16 * 1024 * 1024);
+  });
+
+  it("supports top-level await before the default export is called", async () => {
+    const result = await sandbox.run("const x = await new Promise((r) => setTimeout(() => r(5), 5)); export default () => x + 1");
+    expect(result).toMatchObject({ ok: true, value: 6 });
+  });
+
+  it("gives undefined when there is no default export, and a non-function default as is not called", async () => {
+    expect(await sandbox.run("const a = 1;")).toMatchObject({ ok: true, value: undefined });
+    expect(await sandbox.run("export default 7")).toMatchObject({ ok: true, value: undefined });
+  });
+
+  it("transpiles TypeScript by file name", async () => {
+    const source = "interface P { n: number }\nconst double = (p: P): number => p.n * 2;\nexport default (input: P) => double(input);";
+    expect(await sandbox.run(source, { filename: "job.ts", input: { n: 4 } })).toMatchObject({ ok: true, value: 8 });
+  });
+
+  it("maps TypeScript stacks to the .ts file's own lines and columns", async () => {
+    const source = [
+      "type Item = { id: number };",
+      "const items: Item[] = [];",
+      "",
+      "function explode(reason: string): never {",
+      "  throw new Error(`exploded: ${reason}`);",
+      "}",
+      "export default () => explode('x');",
+    ].join("\n");
+    const result = await sandbox.run(source, { filename: "job.ts" });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error).toMatchObject({ kind: "script", name: "Error", message: "exploded: x" });
+    // The throw is on line 5; "new Error" starts at column 9 of the TypeScript source.
+    expect(result.error.stack).toMatch(/at explode \(job\.ts:5:(9|13)\)/);
+    expect(result.error.stack).toMatch(/job\.ts:7:\d+/);
+    expect(result.error.stack.startsWith("Error: exploded: x\n")).toBe(true);
+  });
+
+  it("runs each script in a fresh realm: globals set by one run are gone in the next", async () => {
+    await sandbox.run("globalThis.leaked = 1; Object.prototype.polluted = true; export default () => 1");
+    const result = await sandbox.run("export default () => [typeof leaked, ({}).polluted]");
+    expect(result).toMatchObject({ ok: true, value: ["undefined", undefined] });
+  });
+
+  it("keeps sandboxes apart from each other", async () => {
+    const other = await createSandbox();
+    try {
+      const [a, b] = await Promise.all([
+        sandbox.run("Array.prototype.evil = 1; export default async () => { await new Promise(r => setTimeout(r, 20)); return [].evil }"),
+        other.run("export default async () => { await new Promise(r => setTimeout(r, 10)); return [].evil }"),
+      ]);
+      expect(a).toMatchObject({ ok: true, value: 1 });
+      expect(b).toMatchObject({ ok: true, value: undefined });
+    } finally {
+      await other.dispose();
+    }
+  });
+
+  it("runScript creates, runs and disposes in one call", async () => {
+    expect(await runScript("export default (i) => i.join('-')", { input: ["a", "b"] })).toMatchObject({ ok: true, value: "a-b" });
+  });
+});
+
+describe("values crossing the boundary", () => {
+  it("copies JSON-like values, undefined, special numbers, Dates (as ISO strings) and bytes", async () => {
+    const input = { s: "é\u0000\ud800", n: [1, -0, NaN, Infinity], u: undefined, d: new Date(Date.UTC(2024, 0, 2)), b: new Uint8Array([1, 2, 255]), nested: { $sbx: "data, not a marker" } };
+    const result = await sandbox.run(
+      `export default (i) => ({
+        echo: i,
+        types: [typeof i.d, i.b instanceof Uint8Array, Object.is(i.n[1], -0), Number.isNaN(i.n[2]), "u" in i],
+        out: { buf: new Uint16Array([1, 258]).buffer, view: new Uint8Array([9, 8, 7]).subarray(1), date: new Date(0), bad: new Date(NaN), hole: [1, , 3], big: 2 ** 60 },
+      })`,
+      { input },
+    );
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    const value = result.value as { echo: typeof input; types: unknown[]; out: Record<string, unknown> };
+    expect(value.echo.s).toBe("é\u0000\ud800");
+    expect(Object.is(value.echo.n[1], -0)).toBe(true);
+    expect(value.echo.n[2]).toBeNaN();
+    expect(value.echo.n[3]).toBe(Infinity);
+    expect(value.echo.d).toBe("2024-01-02T00:00:00.000Z");
+    expect(value.echo.b).toEqual(new Uint8Array([1, 2, 255]));
+    expect(value.echo.nested).toEqual({ $sbx: "data, not a marker" });
+    expect(value.types).toEqual(["string", true, true, true, true]);
+    expect(value.out.buf).toEqual(new Uint8Array([1, 0, 2, 1]));
+    expect(value.out.view).toEqual(new Uint8Array([8, 7]));
+    expect(value.out.date).toBe("1970-01-01T00:00:00.000Z");
+    expect(value.out.bad).toBeNull();
+    expect(value.out.hole).toEqual([1, undefined, 3]);
+    expect(value.out.big).toBe(2 ** 60);
+  });
+
+  it("uses toJSON for objects that define it", async () => {
+    expect(await sandbox.run("export default () => ({ when: { toJSON: () => 'later' } })")).toMatchObject({ ok: true, value: { when: "later" } });
+  });
+
+  it.each([
+    ["a function", "() => ({ list: [1, () => 2] })", "result.list[1]: a function cannot cross the sandbox boundary"],
+    ["a cycle", "() => { const o = { a: {} }; o.a.back = o; return o }", "result.a.back: a value with a cycle cannot cross the sandbox boundary"],
+    ["a Map", "() => new Map([[1, 2]])", "result: a Map object cannot cross the sandbox boundary (use Object.fromEntries(map))"],
+    ["a BigInt", "() => ({ n: 10n })", "result.n: a BigInt cannot cross the sandbox boundary"],
+    ["a symbol", "() => [Symbol('s')]", "result[0]: a symbol cannot cross the sandbox boundary"],
+  ])("refuses %s with a clear error naming its path", async (_what, fn, message) => {
+    const result = await sandbox.run(`export default ${fn}`);
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error.kind).toBe("script");
+    expect(result.error.name).toBe("TypeError");
+    expect(result.error.message).toContain(message);
+  });
+
+  it("shares structure but copies: mutating the input in the guest does not touch the host's object", async () => {
+    const input = { list: [1, 2] };
+    const result = await sandbox.run("export default (i) => { i.list.push(3); return i.list }", { input });
+    expect(result).toMatchObject({ ok: true, value: [1, 2, 3] });
+    expect(input.list).toEqual([1, 2]);
+  });
+
+  it("refuses host inputs that cannot cross, before running anything", async () => {
+    await expect(sandbox.run("export default () => 1", { input: { f: () => 1 } })).rejects.toThrow("input.f: a function cannot cross into the sandbox");
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    await expect(sandbox.run("export default () => 1", { input: cyclic })).rejects.toThrow("input.self: a value with a cycle");
+  });
+});
