@@ -20,12 +20,12 @@ export const isFinite = Number.isFinite;
 export const PromiseCtor = Promise;
 export const promiseResolve = Promise.resolve.bind(Promise);
 export const promiseThen = Promise.prototype.then;
-const call = Function.prototype.call;
-/** `uncurry(fn)(thisArg, ...args)` calls a captured prototype method. */
+export const reflectApply = Reflect.apply;
+/** `uncurry(fn)(thisArg, ...args)` calls a captured prototype method (immune to a poisoned Function.prototype.call). */
 export const uncurry =
   <A extends unknown[], R>(fn: (...args: A) => R) =>
   (thisArg: unknown, ...args: A): R =>
-    call.apply(fn, [thisArg, ...args]) as R;
+    reflectApply(fn, thisArg, args) as R;
 export const dateToISOString = uncurry(Date.prototype.toISOString);
 export const dateGetTime = uncurry(Date.prototype.getTime);
 export const arrayBufferSlice = uncurry(ArrayBuffer.prototype.slice as (begin?: number, end?: number) => ArrayBuffer);

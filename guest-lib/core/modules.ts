@@ -3,7 +3,43 @@
 // (bridge.loadModule) and we call it with this require, so sibling modules share one
 // instance of every class.
 import bridge from "scriptbox:bridge";
-import { MapCtor, TypeErrorCtor } from "./intrinsics.js";
+import { MapCtor, TypeErrorCtor, defineProperty } from "./intrinsics.js";
+
+// What a guest module's top-level code (and esbuild's module prelude) relies on, captured
+// before any script runs. A script may have replaced or deleted these by the time a module
+// is first needed; the originals are put back only while the module's factory runs.
+const getDescriptor = Object.getOwnPropertyDescriptor;
+const deleteProperty = Reflect.deleteProperty;
+const pristine: [holder: object, key: string, descriptor: PropertyDescriptor][] = [];
+const capture = (holder: object, keys: string) => {
+  const names = keys.split(" ");
+  for (let i = 0; i < names.length; i++) pristine[pristine.length] = [holder, names[i]!, getDescriptor(holder, names[i]!)!];
+};
+capture(globalThis, "Object Array Function Symbol Reflect Map Set WeakMap Promise JSON Error TypeError RangeError String Number Uint8Array ArrayBuffer Date Math");
+capture(Object, "defineProperty defineProperties getOwnPropertyDescriptor getOwnPropertyNames getOwnPropertySymbols getPrototypeOf setPrototypeOf create keys freeze assign");
+capture(Object.prototype, "hasOwnProperty toString");
+capture(Function.prototype, "call apply bind");
+capture(Array.prototype, "push pop slice indexOf map forEach join");
+
+function withPristineBuiltins<T>(run: () => T): T {
+  const changed: [object, string, PropertyDescriptor | undefined][] = [];
+  for (let i = 0; i < pristine.length; i++) {
+    const [holder, key, original] = pristine[i]!;
+    const current = getDescriptor(holder, key);
+    if (current !== undefined && current.value === original.value && current.get === original.get) continue;
+    changed[changed.length] = [holder, key, current];
+    defineProperty(holder, key, original);
+  }
+  try {
+    return run();
+  } finally {
+    for (let i = 0; i < changed.length; i++) {
+      const [holder, key, previous] = changed[i]!;
+      if (previous === undefined) deleteProperty(holder, key);
+      else defineProperty(holder, key, previous);
+    }
+  }
+}
 
 const cache = new MapCtor<string, unknown>();
 const loading = new MapCtor<string, true>();
@@ -20,7 +56,7 @@ export function requireModule(name: string): unknown {
   loading.set(name, true);
   try {
     const factory = bridge.loadModule(name.slice(10)) as (require: (name: string) => unknown) => unknown;
-    const exports = factory(requireModule);
+    const exports = withPristineBuiltins(() => factory(requireModule));
     cache.set(name, exports);
     return exports;
   } finally {

@@ -28,7 +28,16 @@ import {
   jsonStringify,
   objectIs,
   objectKeys,
+  reflectApply,
 } from "scriptbox:intrinsics";
+
+// This module is loaded after the script has run, so it calls no method a script could
+// have poisoned (Array.prototype.push, Function.prototype.call, …): index writes and
+// captured functions only.
+function contains(list: unknown[], item: unknown): boolean {
+  for (let i = 0; i < list.length; i++) if (list[i] === item) return true;
+  return false;
+}
 
 const MARK = "$sbx";
 
@@ -63,26 +72,27 @@ function encode(value: unknown, path: string, ancestors: unknown[], buffers: Arr
   }
   if (value === null) return null;
   const object = value as object;
-  if (ancestors.indexOf(object) !== -1) refuse(path, "a value with a cycle");
+  if (contains(ancestors, object)) refuse(path, "a value with a cycle");
   if (object instanceof DateCtor) {
     return isFinite(dateGetTime(object)) ? dateToISOString(object) : null;
   }
   if (object instanceof ArrayBufferCtor) {
-    buffers.push(arrayBufferSlice(object, 0));
+    buffers[buffers.length] = arrayBufferSlice(object, 0);
     return { [MARK]: "bytes", i: buffers.length - 1 };
   }
   if (isArrayBufferView(object)) {
     const view = object as ArrayBufferView;
-    buffers.push(arrayBufferSlice(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength));
+    buffers[buffers.length] = arrayBufferSlice(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength);
     return { [MARK]: "bytes", i: buffers.length - 1 };
   }
   const toJSON = (object as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === "function") return encode(toJSON.call(object), path, ancestors, buffers);
-  ancestors.push(object);
+  if (typeof toJSON === "function") return encode(reflectApply(toJSON, object, []), path, ancestors, buffers);
+  const depth = ancestors.length;
+  ancestors[depth] = object;
   try {
     if (isArray(object)) {
       const out: unknown[] = [];
-      for (let i = 0; i < object.length; i++) out.push(encode(object[i], `${path}[${i}]`, ancestors, buffers));
+      for (let i = 0; i < object.length; i++) out[i] = encode(object[i], `${path}[${i}]`, ancestors, buffers);
       return out;
     }
     const proto = getPrototypeOf(object);
@@ -100,7 +110,7 @@ function encode(value: unknown, path: string, ancestors: unknown[], buffers: Arr
     }
     return MARK in out ? { [MARK]: "object", v: out } : out;
   } finally {
-    ancestors.pop();
+    ancestors.length = depth;
   }
 }
 

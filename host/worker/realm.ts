@@ -513,22 +513,43 @@ export class Realm {
   }
 
   private describe(error: QuickJSHandle): { name: string; message: string; stack: string } {
-    const fallback = { name: "Error", message: "an exception that could not be described", stack: "" };
     try {
       const described = this.guard.enter(this.activation!, () =>
         this.context.callFunction(this.hooks.describeError, this.context.undefined, error),
       );
-      if (described.error) {
-        described.error.dispose();
-        return fallback;
+      if (!described.error) {
+        const json = this.context.getString(described.value);
+        described.value.dispose();
+        return JSON.parse(json) as { name: string; message: string; stack: string };
       }
-      const json = this.context.getString(described.value);
-      described.value.dispose();
-      return JSON.parse(json) as { name: string; message: string; stack: string };
+      described.error.dispose();
     } catch (cause) {
       if (cause instanceof EnginePoisoned) throw cause;
-      return fallback;
     }
+    // The guest library itself could not run (a script broke what it needs, such as
+    // Object.defineProperty): read the error's own properties from the host instead.
+    return this.describeFromHost(error);
+  }
+
+  private describeFromHost(error: QuickJSHandle): { name: string; message: string; stack: string } {
+    const ctx = this.context;
+    if (ctx.typeof(error) !== "object") {
+      const type = ctx.typeof(error);
+      const shown = type === "string" ? `'${ctx.getString(error)}'` : type === "number" ? String(ctx.getNumber(error)) : type;
+      return { name: "Error", message: `Uncaught ${shown}`, stack: "" };
+    }
+    const read = (key: string): string => {
+      try {
+        const value = this.guard.enter(this.activation!, () => ({ value: ctx.getProp(error, key) })).value;
+        const text = ctx.typeof(value) === "string" ? ctx.getString(value) : "";
+        value.dispose();
+        return text;
+      } catch (cause) {
+        if (cause instanceof EnginePoisoned) throw cause;
+        return "";
+      }
+    };
+    return { name: read("name") || "Error", message: read("message") || "an exception that could not be described", stack: read("stack") };
   }
 
   /** Reads an error's stack without running guest code (used when the engine is interrupted). */

@@ -1,0 +1,172 @@
+// Issue 2 "Bad input": a script that deletes or replaces globals, calls bridge functions
+// with wrong types or huge arguments, floods timers or microtasks, or throws while the
+// host formats its value gets a guest-side error or a limit, never a host crash, a hang
+// or a leak.
+import { describe, expect, it } from "vitest";
+import { createSandbox, runScript } from "scriptbox";
+import { createEngineInstance } from "../../dist/host/engine/instance.js";
+import { findTrackerFieldOffset, RejectionTracking } from "../../dist/host/engine/rejection-tracker.js";
+import { GuestBundle } from "../../dist/host/worker/guest-bundle.js";
+import { WatchdogSlot } from "../../dist/host/worker/guard.js";
+import { Realm } from "../../dist/host/worker/realm.js";
+import { createBridge } from "../../dist/host/worker/bridge/index.js";
+import { DEFAULT_LIMITS } from "../../dist/host/limits.js";
+import { SandboxFetchTransport } from "../../dist/host/fetch/transport.js";
+
+describe("scripts that break their own realm", () => {
+  it("deleting and replacing globals only affects the script; results still cross", async () => {
+    const result = await runScript(`
+      delete globalThis.console; delete globalThis.Promise; delete globalThis.JSON; delete globalThis.Map;
+      Object.keys = null; Array.prototype.push = () => { throw new Error("poisoned push") };
+      Array.prototype.indexOf = Array.prototype.pop = Function.prototype.call = Function.prototype.apply = null;
+      export default () => ({ list: [1, 2], when: new Date(0), nested: { ok: true } });`);
+    expect(result).toMatchObject({ ok: true, value: { list: [1, 2], when: "1970-01-01T00:00:00.000Z", nested: { ok: true } } });
+  });
+
+  it("guest modules load with the original builtins even after a script replaced them", async () => {
+    const result = await runScript(`
+      Object.defineProperty = () => { throw new Error("defineProperty is poisoned") };
+      Function.prototype.call = null;
+      export default () => ({ loaded: typeof Headers, sum: [1, 2].length });`);
+    expect(result).toMatchObject({ ok: true, value: { loaded: "function", sum: 2 } });
+  });
+
+  it("a builtin locked beyond repair gives a guest-side error that says what broke", async () => {
+    const result = await runScript(`
+      Object.defineProperty(Function.prototype, "call", { value: null, writable: false, configurable: false });
+      export default () => ({ needs: "the marshal module" });`);
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.error.kind).toBe("script");
+      expect(result.error.name).toBe("TypeError");
+      expect(result.error.message).not.toBe("an exception that could not be described");
+    }
+  });
+
+  it("timers, crypto and console still work after their globals' supports are deleted", async () => {
+    const result = await runScript(`
+      const keepTimeout = setTimeout, keepConsole = console, keepCrypto = crypto;
+      delete globalThis.Map; delete globalThis.Promise; delete globalThis.Uint8Array; String.prototype.slice = null;
+      export default () => new (Object.getPrototypeOf(async () => {}).constructor)("t", "c", "k",
+        "await new Promise(r => t(r, 1)).catch?.(() => {}); c.log({ a: 1 }); return k.randomUUID().length")(keepTimeout, keepConsole, keepCrypto);`);
+    // Whatever the script broke, the host answers: a value or a guest-side error.
+    expect(typeof result.ok).toBe("boolean");
+    if (!result.ok) expect(result.error.kind).toBe("script");
+  });
+
+  it("a poisoned realm does not survive into the next run of the same sandbox", async () => {
+    const sandbox = await createSandbox();
+    try {
+      await sandbox.run("Object.prototype.then = (r) => r('hijacked'); Function.prototype.call = null; export default () => 1");
+      expect(await sandbox.run("export default async () => { await null; return [typeof ({}).then, 'clean'] }")).toMatchObject({
+        ok: true,
+        value: ["undefined", "clean"],
+      });
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it("a result whose formatting throws or never ends gives a guest-side error or a limit", async () => {
+    const sandbox = await createSandbox({ limits: { cpuTimeMs: 200 } });
+    try {
+      const getter = await sandbox.run("export default () => ({ get boom() { throw new Error('getter') } })");
+      expect(getter).toMatchObject({ ok: false, error: { kind: "script", message: "getter" } });
+      const toJSON = await sandbox.run("export default () => ({ toJSON() { throw new TypeError('toJSON') } })");
+      expect(toJSON).toMatchObject({ ok: false, error: { kind: "script", name: "TypeError", message: "toJSON" } });
+      const endless = await sandbox.run("export default () => ({ toJSON() { for (;;) {} } })");
+      expect(endless).toMatchObject({ ok: false, error: { kind: "cpu" } });
+      const proxy = await sandbox.run("export default () => new Proxy({}, { ownKeys() { throw new Error('trap') }, getPrototypeOf() { throw new Error('proto trap') } })");
+      expect(proxy).toMatchObject({ ok: false, error: { kind: "script" } });
+      const logged = await sandbox.run(`
+        const evil = new Proxy({}, { get() { throw new Error('get trap') }, ownKeys() { throw new Error('keys trap') } });
+        const tagged = { get [Symbol.toStringTag]() { throw new Error('tag') } };
+        console.log(evil, tagged, { toString() { throw 1 } });
+        export default () => 'logged';`);
+      expect(logged.ok ? logged.value : logged.error.kind).toMatch(/logged|script/);
+      expect(await sandbox.run("export default () => 'still fine'")).toMatchObject({ ok: true, value: "still fine" });
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it("huge console arguments are capped, not copied without bound", async () => {
+    const result = await runScript("console.log('x'.repeat(20 * 1024 * 1024)); export default () => 'ok'", { limits: { maxLogBytes: 4096 } });
+    expect(result).toMatchObject({ ok: true, value: "ok" });
+    expect(result.logs[0]!.message.length).toBe(4096);
+  });
+
+  it("wrong argument types to the public APIs are guest TypeErrors", async () => {
+    const result = await runScript(`export default () => {
+      const errors = [];
+      const attempt = (f) => { try { f(); errors.push("none") } catch (e) { errors.push(e.name) } };
+      attempt(() => setTimeout(undefined));
+      attempt(() => setInterval({}, 1));
+      attempt(() => queueMicrotask(null));
+      attempt(() => crypto.getRandomValues(null));
+      attempt(() => crypto.getRandomValues({ length: 4 }));
+      clearTimeout({}); clearTimeout(Symbol.iterator === 1); clearInterval(-1);
+      return errors;
+    }`);
+    expect(result).toMatchObject({ ok: true, value: ["TypeError", "TypeError", "TypeError", "TypeMismatchError", "TypeMismatchError"] });
+  });
+});
+
+describe("the bridge validates every argument", () => {
+  it("calling each bridge function directly with garbage gives guest errors, never host exceptions", async () => {
+    const engine = await createEngineInstance(64 * 1024 * 1024);
+    const tracking = new RejectionTracking(engine, findTrackerFieldOffset(engine));
+    const config = { limits: { ...DEFAULT_LIMITS, cpuTimeMs: 2000 }, allow: [], env: {}, secrets: {}, cloud: null, location: null, streamLogs: false, variant: "release" as const };
+    const transport = new SandboxFetchTransport({ allow: [] });
+    const realm = new Realm({
+      engine,
+      tracking,
+      bundle: GuestBundle.load(),
+      watchdog: new WatchdogSlot(new SharedArrayBuffer(24)),
+      sandboxId: 1,
+      config: () => config,
+      transport: () => transport,
+      emitLog: () => undefined,
+      poisoned: (reason: string) => {
+        throw new Error(`engine poisoned: ${reason}`);
+      },
+    });
+    // Expose a second copy of the raw bridge to guest code, which normally cannot reach it.
+    const bridge = createBridge(realm);
+    realm.context.setProp(realm.context.global, "rawBridge", bridge);
+    bridge.dispose();
+    const outcome = await realm.run(
+      `const garbage = [undefined, null, 1.5, -1, 2 ** 60, NaN, "", "x".repeat(2e6), {}, [], () => 1, Symbol("s"), 10n, new ArrayBuffer(8)];
+      export default async () => {
+        const report = {};
+        for (const name of Object.keys(rawBridge)) {
+          const outcomes = new Set();
+          for (const a of garbage) for (const b of [undefined, a]) {
+            try {
+              const value = rawBridge[name](a, b, a, b);
+              if (value && typeof value.then === "function") await value.then(() => outcomes.add("resolved"), () => outcomes.add("rejected"));
+              else outcomes.add("returned");
+            } catch (e) { outcomes.add(e instanceof TypeError || e instanceof RangeError ? "guest " + e.name : "other " + e) }
+          }
+          report[name] = [...outcomes].sort();
+        }
+        return report;
+      }`,
+      "hostile.js",
+      undefined,
+    );
+    expect(outcome.ok).toBe(true);
+    const report = outcome.value as Record<string, string[]>;
+    expect(Object.keys(report).sort()).toEqual(
+      ["env", "fetch", "fetchAbort", "loadModule", "location", "log", "promiseState", "randomBytes", "secret", "timerStart", "timerStop"].sort(),
+    );
+    for (const [name, outcomes] of Object.entries(report)) {
+      for (const seen of outcomes) expect(seen, `${name}: ${outcomes.join(", ")}`).toMatch(/^(guest TypeError|guest RangeError|returned|rejected|resolved)$/);
+    }
+    // Functions that take arguments refused the garbage.
+    for (const name of ["log", "timerStart", "timerStop", "loadModule", "randomBytes", "secret", "fetch", "fetchAbort"]) {
+      expect(report[name], name).toContain("guest TypeError");
+    }
+    realm.dispose();
+  });
+});
