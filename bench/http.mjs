@@ -1,0 +1,80 @@
+// The http module's figures (issue 3): guest fetch against a node:http server on
+// 127.0.0.1, beside undici's own fetch called in the host against the same server in the
+// same run (baselines from bench/fetch-host.mjs). Used by bench/run.mjs.
+import { benchHostFetchBaseline, benchHostFetchBody, benchTransport, startBenchServer } from "./fetch-host.mjs";
+import { median } from "./stats.mjs";
+
+const distIndex = new URL("../dist/src/index.js", import.meta.url).href;
+
+const SMALL_GETS = `export default async ({ url, n }) => {
+  let bytes = 0;
+  const start = Date.now();
+  for (let i = 0; i < n; i++) {
+    const res = await fetch(url);
+    bytes += (await res.text()).length;
+  }
+  return { ms: Date.now() - start, bytes };
+};`;
+
+const LARGE_BODY = `export default async ({ url, runs }) => {
+  let bytes = 0;
+  for (let i = 0; i < runs; i++) {
+    const res = await fetch(url);
+    bytes += (await res.arrayBuffer()).byteLength;
+  }
+  return bytes;
+};`;
+
+function check(result, what) {
+  if (!result.ok) throw new Error(`${what}: ${result.error.kind}: ${result.error.name}: ${result.error.message}`);
+  return result.value;
+}
+
+/** The limits a bench run needs (the defaults allow 50 fetches per run). */
+function benchLimits(extra = {}) {
+  return { maxFetches: 100_000, cpuTimeMs: 120_000, wallTimeMs: 120_000, ...extra };
+}
+
+export async function benchHttp({ quick = false } = {}) {
+  const { createSandbox } = await import(distIndex);
+  const server = await startBenchServer();
+  const { host } = new URL(server.origin);
+  const n = quick ? 500 : 2000;
+  const rounds = quick ? 1 : 3;
+  try {
+    // Small GETs: one run per round doing n sequential fetches; host baseline in between.
+    const small = await createSandbox({ net: { allow: [host] }, limits: benchLimits() });
+    check(await small.run(SMALL_GETS, { input: { url: server.smallUrl, n: 50 } }), "guest fetch warm-up");
+    const guestRps = [];
+    const hostRps = [];
+    const transportRps = [];
+    for (let round = 0; round < rounds; round++) {
+      const start = performance.now();
+      check(await small.run(SMALL_GETS, { input: { url: server.smallUrl, n } }), "guest fetch");
+      guestRps.push((n * 1000) / (performance.now() - start));
+      hostRps.push((await benchHostFetchBaseline(server.smallUrl, n)).requestsPerSecond);
+      transportRps.push((await benchTransport(server.smallUrl, n)).requestsPerSecond);
+    }
+    await small.dispose();
+
+    // 8 MiB bodies: the sandbox needs room for the body (and its copy) in its wasm memory.
+    const runs = quick ? 2 : 5;
+    const large = await createSandbox({ net: { allow: [host] }, limits: benchLimits({ memoryBytes: 256 * 1024 * 1024 }) });
+    check(await large.run(LARGE_BODY, { input: { url: server.largeUrl, runs: 1 } }), "guest 8 MiB warm-up");
+    const guestMBps = [];
+    const hostMBps = [];
+    for (let round = 0; round < rounds; round++) {
+      const start = performance.now();
+      const bytes = check(await large.run(LARGE_BODY, { input: { url: server.largeUrl, runs } }), "guest 8 MiB read");
+      guestMBps.push(bytes / 1e6 / ((performance.now() - start) / 1000));
+      hostMBps.push((await benchHostFetchBody(server.largeUrl, runs)).megabytesPerSecond);
+    }
+    await large.dispose();
+    return {
+      smallGets: { n, rounds, guest: median(guestRps), host: median(hostRps), transport: median(transportRps) },
+      largeBody: { bytes: 8 * 1024 * 1024, runs, rounds, guest: median(guestMBps), host: median(hostMBps) },
+    };
+  } finally {
+    await server.close();
+  }
+}

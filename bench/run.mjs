@@ -1,0 +1,172 @@
+// `npm run bench`: the project's figures as medians, each beside a baseline measured in the
+// same run, as ratios. A script that reports, never a test that asserts: this machine is
+// noisy, so compare ratios, not absolute times, between runs.
+//
+//   node bench/run.mjs [--quick] [--only sandbox,http,emulator] [--markdown]
+//
+// --quick      fewer samples (a smoke run, ~30 s)
+// --only       run some sections only
+// --markdown   also print the figures as rows of the table in docs/performance.md
+//
+// Needs the built package (npm run bench builds first). Re-executes itself with
+// --expose-gc so that memory figures are taken after a full GC.
+import { spawnSync } from "node:child_process";
+import { cpus, loadavg, totalmem } from "node:os";
+import { fileURLToPath } from "node:url";
+import { formatBytes, formatMs, formatRate, ratio, table } from "./stats.mjs";
+
+if (typeof globalThis.gc !== "function" && !process.env.SCRIPTBOX_BENCH_REEXEC) {
+  const child = spawnSync(process.execPath, ["--expose-gc", fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: "inherit",
+    env: { ...process.env, SCRIPTBOX_BENCH_REEXEC: "1" },
+  });
+  process.exit(child.status ?? 1);
+}
+
+const args = process.argv.slice(2);
+const quick = args.includes("--quick");
+const markdown = args.includes("--markdown");
+const onlyIndex = args.indexOf("--only");
+const only = onlyIndex === -1 ? null : new Set(args[onlyIndex + 1]?.split(","));
+const wanted = (section) => only === null || only.has(section);
+
+const TARGETS = {
+  createRun: "< 1.5 ms",
+  pluginCall: "< 100 µs",
+  limit: "within 25 ms",
+  smallGets: ">= 1.0x of undici.fetch",
+  largeBody: ">= 0.8x of undici.fetch",
+};
+
+const met = (ok) => (ok ? "met" : "MISSED");
+const out = (line = "") => process.stdout.write(`${line}\n`);
+const mdRows = [];
+const md = (figure, ours, bare, r, target) => mdRows.push(`| ${figure} | ${ours} | ${bare} | ${r} | ${target} |`);
+let failed = false;
+
+const startedAt = new Date();
+const cpu = cpus();
+const machine = `${cpu.length}x ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load average ${loadavg()[0].toFixed(2)} at start`;
+out(`scriptbox bench, ${startedAt.toISOString()}${quick ? " (--quick)" : ""}`);
+out(`machine: ${machine}`);
+out("All figures are medians. ratio = ours / baseline: for times and sizes lower is better, for rates higher is better.");
+
+async function section(name, title, body) {
+  if (!wanted(name)) return;
+  out();
+  out(`== ${title} ==`);
+  const started = performance.now();
+  try {
+    await body();
+  } catch (error) {
+    if (name === "sandbox") failed = true;
+    out(`${name === "sandbox" ? "FAILED" : "skipped"}: ${error?.stack ?? error}`);
+  }
+  out(`(${((performance.now() - started) / 1000).toFixed(1)} s)`);
+}
+
+await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripten (no guest library, no limits, no workers), same process", async () => {
+  const { benchSandbox } = await import("./sandbox.mjs");
+  const r = await benchSandbox({ quick });
+  const rows = [];
+  const timeRow = (figure, x, target) => {
+    rows.push([figure, formatMs(x.ours), formatMs(x.bare), ratio(x.ours, x.bare), target ? `${target} (${met(x.ours < 1.5)})` : "", `p90 ${formatMs(x.p90)}, n=${x.samples}`]);
+    md(figure, formatMs(x.ours), formatMs(x.bare), ratio(x.ours, x.bare), target ? `${target} (${met(x.ours < 1.5)})` : "");
+  };
+  timeRow(`create + run, idle pool (${r.idleCreateRun.pauseMs} ms between cycles)`, r.idleCreateRun, TARGETS.createRun);
+  timeRow("create + run + dispose, idle pool", r.idleCreateRunDispose);
+  timeRow("create + run, back to back", r.createRun, TARGETS.createRun);
+  timeRow("create + run + dispose, back to back", r.createRunDispose);
+  rows.push([
+    "  bare create + run (+ dispose), package loaded",
+    "",
+    `${formatMs(r.bareLoaded.createRun)} (${formatMs(r.bareLoaded.createRunDispose)})`,
+    "",
+    "",
+    "bare in blocks alternating with ours: a bigger heap to GC per wasm memory",
+  ]);
+
+  const runsPerSecond = (ms) => 1000 / ms;
+  const reused = r.reusedRun;
+  rows.push([
+    "runs/s in a reused sandbox (fresh realm per run)",
+    formatRate(runsPerSecond(reused.ours), "runs/s"),
+    `${formatRate(runsPerSecond(reused.bareFresh), "runs/s")} (fresh runtime+context)`,
+    ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareFresh)),
+    "",
+    `one run ${formatMs(reused.ours)}, n=${reused.samples}`,
+  ]);
+  rows.push([
+    "",
+    "",
+    `${formatRate(runsPerSecond(reused.bareReused), "runs/s")} (one reused context)`,
+    ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareReused)),
+    "",
+    "",
+  ]);
+  md("runs per second in a reused sandbox", formatRate(runsPerSecond(reused.ours), "runs/s"), `${formatRate(runsPerSecond(reused.bareFresh), "runs/s")} (fresh runtime+context per run); ${formatRate(runsPerSecond(reused.bareReused), "runs/s")} (reused context)`, `${ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareFresh))}; ${ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareReused))}`, "");
+
+  const call = r.pluginCall;
+  rows.push([
+    "plugin.call round trip (embedder thread)",
+    formatMs(call.ours),
+    `${formatMs(call.bare)} (callFunction)`,
+    ratio(call.ours, call.bare),
+    `${TARGETS.pluginCall} (${met(call.ours < 0.1)})`,
+    `p90 ${formatMs(call.p90)}, n=${call.samples}`,
+  ]);
+  rows.push(["", "", `${formatMs(call.echo)} (worker postMessage echo)`, ratio(call.ours, call.echo), "", "floor of any call into a worker"]);
+  md("plugin.call round trip", formatMs(call.ours), `${formatMs(call.bare)} (callFunction); ${formatMs(call.echo)} (worker postMessage echo)`, `${ratio(call.ours, call.bare)}; ${ratio(call.ours, call.echo)}`, `${TARGETS.pluginCall} (${met(call.ours < 0.1)})`);
+
+  const rss = r.rssPerSandbox;
+  rows.push(["RSS per idle live sandbox, 100 alive", formatBytes(rss.ours), formatBytes(rss.bare), ratio(rss.ours, rss.bare), "", `process RSS delta / 100 after GC, ${rss.samples} fresh processes`]);
+  md("RSS per idle live sandbox (100 alive)", formatBytes(rss.ours), formatBytes(rss.bare), ratio(rss.ours, rss.bare), "");
+
+  const limit = r.limit;
+  const limitOk = limit.wallOver < 25;
+  rows.push([`cpuTimeMs ${limit.cpuTimeMs} on for(;;){}: wall clock past the deadline`, formatMs(limit.wallOver), "", "", `${TARGETS.limit} (${met(limitOk)})`, `max ${formatMs(limit.wallOverMax)}, n=${limit.samples}`]);
+  rows.push([`  same, by result.stats.cpuTimeMs`, formatMs(limit.cpuOver), "", "", "", ""]);
+  md(`cpuTimeMs ${limit.cpuTimeMs} stops for(;;){}: past the deadline (wall clock; stats.cpuTimeMs)`, `${formatMs(limit.wallOver)}; ${formatMs(limit.cpuOver)}`, "", "", `${TARGETS.limit} (${met(limitOk)})`);
+
+  for (const line of table(["figure", "ours", "bare", "ratio", "target", "note"], rows)) out(line);
+  out("dispose: \"create + run\" stops the clock when run() resolves; \"+ dispose\" also awaits sandbox.dispose().");
+});
+
+await section("http", "HTTP (issue 3): guest fetch vs undici.fetch in the host, same server (node:http on 127.0.0.1), same run", async () => {
+  const { benchHttp } = await import("./http.mjs");
+  const r = await benchHttp({ quick });
+  const { smallGets: s, largeBody: l } = r;
+  const rows = [
+    [`${s.n} sequential small GETs (fetch + text())`, formatRate(s.guest, "req/s"), formatRate(s.host, "req/s"), ratio(s.guest, s.host), `${TARGETS.smallGets} (${met(s.guest >= s.host)})`, `${s.rounds} rounds`],
+    ["  host transport alone (no guest, no bridge)", formatRate(s.transport, "req/s"), formatRate(s.host, "req/s"), ratio(s.transport, s.host), "", "bench/fetch-host.mjs"],
+    [`8 MiB body with arrayBuffer(), ${l.runs} reads`, formatRate(l.guest, "MB/s"), formatRate(l.host, "MB/s"), ratio(l.guest, l.host), `${TARGETS.largeBody} (${met(l.guest >= 0.8 * l.host)})`, `${l.rounds} rounds`],
+  ];
+  md(`${s.n} sequential small GETs from the guest`, formatRate(s.guest, "req/s"), `${formatRate(s.host, "req/s")} (undici.fetch in the host)`, ratio(s.guest, s.host), `${TARGETS.smallGets} (${met(s.guest >= s.host)})`);
+  md("8 MiB response read with arrayBuffer() in the guest", formatRate(l.guest, "MB/s"), `${formatRate(l.host, "MB/s")} (undici.fetch in the host)`, ratio(l.guest, l.host), `${TARGETS.largeBody} (${met(l.guest >= 0.8 * l.host)})`);
+  for (const line of table(["figure", "guest", "host undici.fetch", "ratio", "target", "note"], rows)) out(line);
+  out("The host baseline reads each small body with arrayBuffer() (bench/fetch-host.mjs); the guest with text().");
+});
+
+await section("emulator", "Emulator (issue 4)", async () => {
+  let module;
+  try {
+    module = await import("./emulator.mjs");
+  } catch (error) {
+    throw new Error(`bench/emulator.mjs could not be loaded: ${error.message}`);
+  }
+  if (typeof module.benchEmulator !== "function") throw new Error("bench/emulator.mjs does not export benchEmulator()");
+  for (const line of await module.benchEmulator()) out(line);
+});
+
+if (markdown && mdRows.length > 0) {
+  out();
+  out(`== rows for docs/performance.md (${startedAt.toISOString().slice(0, 10)}; ${machine}) ==`);
+  out("| figure | ours | bare baseline | ratio | target |");
+  out("|---|---|---|---|---|");
+  for (const row of mdRows) out(row);
+}
+
+out();
+out(`total ${((Date.now() - startedAt.getTime()) / 1000).toFixed(0)} s`);
+// Sandboxes, workers and servers are closed; exit now rather than wait on idle handles.
+process.exit(failed ? 1 : 0);
