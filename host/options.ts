@@ -71,6 +71,11 @@ export function resolveSandboxConfig(options: SandboxOptions & { engineVariant?:
   if (options.cloud !== undefined) {
     const raw = plainObject(options.cloud, "cloud");
     cloud = { baseUrl: httpUrl(raw.baseUrl, "cloud.baseUrl").replace(/\/$/, "") };
+    // Configuring the cloud API is the embedder naming its origin: the preconfigured
+    // client may reach it (and only it) without a separate net.allow entry.
+    const origin = new URL(cloud.baseUrl);
+    const entry = `${origin.hostname}:${origin.port || (origin.protocol === "https:" ? 443 : 80)}`;
+    if (!allow.includes(entry)) allow.push(entry);
     for (const key of ["token", "session"] as const) {
       if (raw[key] === undefined) continue;
       const ref = plainObject(raw[key], `cloud.${key}`);

@@ -50,6 +50,11 @@ export interface Bridge {
   env(): string;
   /** The placeholder that stands for secret `name`; throws a TypeError for an unknown name. */
   secret(name: string): string;
+  /**
+   * The sandbox's `cloud` option as JSON text: { baseUrl, token, session } where token and
+   * session are secret placeholders (or null), or "null" when no cloud is configured.
+   */
+  cloudConfig(): string;
   /** A promise's state, read by the host (for console formatting): [state, value or reason]. */
   promiseState(promise: Promise<unknown>): ["pending", undefined] | ["fulfilled", unknown] | ["rejected", unknown];
 

@@ -1,4 +1,5 @@
-// The `runtime` module's host side: env values, and secret placeholders (never values).
+// The `runtime` and `cloud` modules' host side: env values, secret placeholders (never
+// values), and the cloud client's configuration (placeholders again).
 import type { Realm } from "../realm.js";
 import { stringArg } from "./args.js";
 import type { BridgeFunctions } from "./index.js";
@@ -12,6 +13,18 @@ export function runtimeFunctions(realm: Realm): BridgeFunctions {
     secret(nameHandle) {
       const name = stringArg(ctx, nameHandle, "secret name");
       return ctx.newString(realm.services.transport().secretPlaceholder(name));
+    },
+    cloudConfig() {
+      const cloud = realm.services.config().cloud;
+      if (cloud === null) return ctx.newString("null");
+      const transport = realm.services.transport();
+      return ctx.newString(
+        JSON.stringify({
+          baseUrl: cloud.baseUrl,
+          token: cloud.token ? transport.secretPlaceholder(cloud.token.secret) : null,
+          session: cloud.session ? transport.secretPlaceholder(cloud.session.secret) : null,
+        }),
+      );
     },
   };
 }
