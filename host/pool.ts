@@ -148,6 +148,7 @@ export class WorkerConnection {
 export class WorkerPool {
   private readonly shared: WorkerConnection[] = [];
   private readonly all = new Set<WorkerConnection>();
+  private nextShared = 0;
   private watchdogTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly size = Math.max(1, Math.min(4, availableParallelism()))) {}
@@ -161,7 +162,14 @@ export class WorkerPool {
       connection = new WorkerConnection(this, false);
       this.shared.push(connection);
     } else {
-      connection = this.shared.reduce((a, b) => (b.sandboxCount < a.sandboxCount ? b : a));
+      // Least loaded; ties go round-robin, so sandboxes created one after another land on
+      // different workers while each refills its warm pool.
+      const start = this.nextShared++ % this.shared.length;
+      connection = this.shared[start]!;
+      for (let i = 1; i < this.shared.length; i++) {
+        const candidate = this.shared[(start + i) % this.shared.length]!;
+        if (candidate.sandboxCount < connection.sandboxCount) connection = candidate;
+      }
     }
     this.all.add(connection);
     connection.sandboxCount++;

@@ -45,6 +45,8 @@ export class Sandbox {
   readonly #pool: WorkerPool;
   readonly #id: number;
   readonly #created: Promise<unknown>;
+  /** Set once the worker confirmed the creation: later requests need not wait for it. */
+  #confirmed = false;
   readonly #limits: { cpuTimeMs: number; wallTimeMs: number; memoryBytes: number };
   readonly #plugins = new Set<Plugin>();
   #disposed: string | null = null;
@@ -179,20 +181,23 @@ export class Sandbox {
 
   async #request<T>(request: Parameters<WorkerConnection["request"]>[0]): Promise<T> {
     try {
+      if (this.#confirmed) return await this.#connection.request<T>(request);
+      // The first requests are pipelined behind "create": wait for both.
       const [created, reply] = await Promise.allSettled([this.#created, this.#connection.request<T>(request)]);
+      if (created.status === "fulfilled") this.#confirmed = true;
       if (reply.status === "fulfilled") return reply.value;
-      const error = reply.reason as Error;
-      if (error instanceof WorkerLostError) throw error;
-      if (error.name === "SandboxDisposedError") {
-        this.#markDisposed(error.message);
-        throw new SandboxDisposedError(this.#disposed!);
-      }
-      if (created.status === "rejected") {
+      if (created.status === "rejected" && !(reply.reason instanceof WorkerLostError)) {
         this.#markDisposed(`it could not be created: ${(created.reason as Error).message}`);
         throw new SandboxDisposedError(this.#disposed!);
       }
-      throw error;
+      throw reply.reason;
     } catch (error) {
+      if (error instanceof SandboxDisposedError) throw error;
+      if ((error as Error).name === "SandboxDisposedError") {
+        // The worker disposed the sandbox on its own (its engine failed).
+        this.#markDisposed((error as Error).message);
+        throw new SandboxDisposedError(this.#disposed!);
+      }
       if (!(error instanceof WorkerLostError)) throw error;
       if (error.stoppedSandboxId === this.#id && (request.op === "run" || request.op === "call" || request.op === "load")) {
         const limit = error.stopReason === "timeout" ? `wallTimeMs limit (${this.#limits.wallTimeMs} ms)` : `cpuTimeMs limit (${this.#limits.cpuTimeMs} ms)`;

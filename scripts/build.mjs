@@ -60,8 +60,9 @@ for (const name of ordered) {
     bundle: true,
     write: false,
     metafile: true,
-    format: "iife",
-    globalName: "__sbExports",
+    // CommonJS output: sibling modules stay `require("scriptbox:…")` calls on the require the
+    // factory receives, without the Proxy-based require shim an IIFE bundle carries.
+    format: "cjs",
     platform: "neutral",
     mainFields: ["module", "main"],
     target: "es2022",
@@ -90,7 +91,7 @@ for (const name of ordered) {
   const output = Object.values(meta.metafile.outputs)[0];
   // The module evaluates to a factory; the guest core calls it with its require().
   modules[name] = {
-    source: `(function (require) {\n${code}\nreturn __sbExports;\n})`,
+    source: `(function (require) {\nvar module = { exports: {} }, exports = module.exports;\n${code}\nreturn module.exports;\n})`,
     exports: [...output.exports].sort(),
   };
   const provided = GLOBAL_PROVIDERS[name];

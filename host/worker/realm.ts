@@ -8,6 +8,7 @@
 // decides when the activation is over: when its main promise has settled and nothing it
 // started is still pending, or when something failed.
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
+import { performance } from "node:perf_hooks";
 import type { EngineInstance } from "../engine/instance.js";
 import { canMoveBytes, canMoveString } from "../engine/headroom.js";
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
@@ -203,12 +204,17 @@ export class Realm {
         );
         return;
       }
-      const argument = this.toGuest(args, "args");
-      if (argument === null) return fn.dispose();
       const handles: QuickJSHandle[] = [];
-      for (let i = 0; i < args.length; i++) handles.push(this.context.getProp(argument, i));
+      for (let i = 0; i < args.length; i++) {
+        const handle = this.toGuest(args[i], `args[${i}]`);
+        if (handle === null) {
+          for (const made of [fn, ...handles]) made.dispose();
+          return;
+        }
+        handles.push(handle);
+      }
       const returned = this.enterGuest(() => this.context.callFunction(fn, this.context.undefined, handles));
-      for (const handle of [fn, argument, ...handles]) handle.dispose();
+      for (const handle of [fn, ...handles]) handle.dispose();
       if (returned !== null) this.await(returned, (value) => this.complete(value));
     });
   }
@@ -238,11 +244,16 @@ export class Realm {
     this.services.transport().beginRun();
     return new Promise<ActivationOutcome>((resolve) => {
       this.finish = resolve;
-      this.wallTimer = setTimeout(() => {
-        activation.failLimit("timeout", activation.wallLimitMessage());
-        this.end();
-      }, config.limits.wallTimeMs);
       this.guestTask(start);
+      // Most calls finish synchronously; only one that goes on waiting needs a wall timer
+      // (the interrupt handler enforces the same deadline while guest code runs).
+      if (!activation.finished) {
+        const remaining = activation.wallDeadline - performance.now();
+        this.wallTimer = setTimeout(() => {
+          activation.failLimit("timeout", activation.wallLimitMessage());
+          this.end();
+        }, Math.max(0, remaining));
+      }
     });
   }
 
@@ -323,6 +334,8 @@ export class Realm {
     if (value === null) return ctx.null;
     if (typeof value === "boolean") return value ? ctx.true : ctx.false;
     if (typeof value === "number") return ctx.newNumber(value);
+    // newString goes through a C string: safe for text without NULs or lone surrogates.
+    if (typeof value === "string" && value.length < 4096 && !/[\0\ud800-\udfff]/.test(value)) return ctx.newString(value);
     const { json, buffers } = encodeForGuest(value);
     const total = buffers.reduce((sum, buffer) => sum + buffer.byteLength, 0);
     if (!canMoveString(this.services.engine, json.length) || !canMoveBytes(this.services.engine, total)) {

@@ -116,16 +116,26 @@ export class WorkerSandbox implements RealmServices {
     this.fetchTransport = null;
   }
 
-  private takeRealm(): Realm {
-    const realm = this.spare ?? new Realm(this);
-    this.spare = null;
+  private spareScheduled = false;
+
+  /** Builds the spare realm right after the current request has been answered. */
+  prepareSpareSoon(): void {
+    if (this.spareScheduled || this.spare !== null || !this.alive) return;
+    this.spareScheduled = true;
     setImmediate(() => {
+      this.spareScheduled = false;
       try {
         this.prepareSpare();
       } catch {
         // Out of memory for a spare: the next run builds its realm itself and reports it.
       }
     });
+  }
+
+  private takeRealm(): Realm {
+    const realm = this.spare ?? new Realm(this);
+    this.spare = null;
+    this.prepareSpareSoon();
     return realm;
   }
 
@@ -148,7 +158,8 @@ export class WorkerSandbox implements RealmServices {
       return await realm.run(code, filename, input);
     } finally {
       this.running.delete(realm);
-      this.disposeRealm(realm);
+      // Freed after the answer has gone out: freeing is not on the caller's clock.
+      setImmediate(() => this.disposeRealm(realm));
     }
   }
 

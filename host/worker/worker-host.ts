@@ -16,6 +16,8 @@ import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
 import { WorkerSandbox } from "./sandbox.js";
 
+/** How long the pool waits before building new engines (recycled ones may refill it first). */
+const REFILL_DELAY_MS = 15;
 /** An engine grown past this is not recycled: its memory never shrinks. */
 const RECYCLE_MAX_MEMORY_BYTES = 24 * 1024 * 1024;
 
@@ -85,22 +87,28 @@ export class WorkerHost {
     this.refill();
   }
 
+  /**
+   * Tops the warm pool up with new sandboxes, after a short pause: in steady use, disposed
+   * sandboxes come back through recycle() (which only needs a fresh realm, not a new
+   * engine), so new engines are built only when the pool is still short once things calm down.
+   */
   private refill(): void {
     if (this.refilling || this.pool.length >= this.init.warmPoolSize) return;
     this.refilling = true;
-    // One sandbox per macrotask, so requests are never stuck behind the whole refill.
-    setImmediate(async () => {
+    setTimeout(async () => {
       try {
-        const sandbox = await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes);
-        sandbox.prepareSpare();
-        this.pool.push(sandbox);
+        if (this.pool.length < this.init.warmPoolSize) {
+          const sandbox = await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes);
+          sandbox.prepareSpare();
+          this.pool.push(sandbox);
+        }
       } catch {
         // Out of memory or similar: the pool stays smaller; requests build sandboxes themselves.
       } finally {
         this.refilling = false;
       }
-      if (this.pool.length < this.init.warmPoolSize) this.refill();
-    });
+      this.refill();
+    }, REFILL_DELAY_MS);
   }
 
   private recycle(sandbox: WorkerSandbox): void {
@@ -110,14 +118,9 @@ export class WorkerHost {
       engine.memoryLimitBytes === Math.floor(DEFAULT_LIMITS.memoryBytes / 65536) * 65536 &&
       engine.memory.buffer.byteLength <= RECYCLE_MAX_MEMORY_BYTES
     ) {
+      // Its spare realm (if any) was never used: it goes back as it is.
       this.pool.push(sandbox);
-      setImmediate(() => {
-        try {
-          sandbox.prepareSpare();
-        } catch {
-          this.pool.splice(this.pool.indexOf(sandbox), 1);
-        }
-      });
+      sandbox.prepareSpareSoon();
     }
   }
 

@@ -158,7 +158,7 @@ describe("the bridge validates every argument", () => {
     expect(outcome.ok).toBe(true);
     const report = outcome.value as Record<string, string[]>;
     expect(Object.keys(report).sort()).toEqual(
-      ["env", "fetch", "fetchAbort", "loadModule", "location", "log", "promiseState", "randomBytes", "secret", "timerStart", "timerStop"].sort(),
+      ["cloudConfig", "env", "fetch", "fetchAbort", "loadModule", "location", "log", "promiseState", "randomBytes", "secret", "timerStart", "timerStop"].sort(),
     );
     for (const [name, outcomes] of Object.entries(report)) {
       for (const seen of outcomes) expect(seen, `${name}: ${outcomes.join(", ")}`).toMatch(/^(guest TypeError|guest RangeError|returned|rejected|resolved)$/);
