@@ -13,6 +13,9 @@ beforeAll(async () => {
 });
 afterAll(() => emu.close());
 
+/** The same token with its last character changed (a random token may already end in any character). */
+const corrupt = (token: string) => token.slice(0, -1) + (token.endsWith("x") ? "y" : "x");
+
 describe("bearer authentication (RFC 6750 §3)", () => {
   it("no credentials: 401 with a bare Bearer challenge and DESIGN's error body", async () => {
     for (const path of ["/api/v1/team", "/api/v1/team/users", "/api/v1/user", `/api/v1/workspace/${emu.seed.CLOUD_WORKSPACE_ID}`]) {
@@ -24,7 +27,7 @@ describe("bearer authentication (RFC 6750 §3)", () => {
   });
 
   it("a wrong, malformed or foreign-scheme credential is a 401", async () => {
-    const wrong = await api("GET", "/api/v1/team", { token: emu.seed.CLOUD_PAT.slice(0, -1) + "x" });
+    const wrong = await api("GET", "/api/v1/team", { token: corrupt(emu.seed.CLOUD_PAT) });
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get("www-authenticate")).toMatch(/^Bearer realm="scriptbox", error="invalid_token"/);
     expect(wrong.body.error).toBe("invalid_token");
