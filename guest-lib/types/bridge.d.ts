@@ -55,6 +55,12 @@ export interface Bridge {
    * session are secret placeholders (or null), or "null" when no cloud is configured.
    */
   cloudConfig(): string;
+  /**
+   * UTF-8 bytes of a string given as JSON text (the guest's JSON.stringify keeps NULs and
+   * lone surrogates; lone surrogates encode as U+FFFD). For large strings only: a bridge
+   * call costs more than encoding a short string in the guest.
+   */
+  utf8Encode(json: string): ArrayBuffer;
   /** A promise's state, read by the host (for console formatting): [state, value or reason]. */
   promiseState(promise: Promise<unknown>): ["pending", undefined] | ["fulfilled", unknown] | ["rejected", unknown];
 

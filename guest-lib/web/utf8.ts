@@ -1,3 +1,5 @@
+import bridge from "scriptbox:bridge";
+
 // UTF-8 encode and decode (Encoding §9.1). QuickJS runs a per-byte JS loop at roughly
 // 0.3 us a byte, so the common paths lean on native builtins: encodeURIComponent/unescape
 // to encode, String.fromCharCode over chunks plus escape/decodeURIComponent to decode. The
@@ -10,12 +12,16 @@ const nativeUnescape = unescape;
 const nativeEncodeURIComponent = encodeURIComponent;
 const nativeDecodeURIComponent = decodeURIComponent;
 const CHUNK = 8192;
+/** Above this many UTF-16 units, encoding is handed to the host (see bridge utf8Encode). */
+const HOST_ENCODE_THRESHOLD = 16384;
+const jsonStringify = JSON.stringify;
 
 /** USVString conversion: lone surrogates become U+FFFD. */
 export const toWellFormed = (s: string): string => (s as string & { toWellFormed(): string }).toWellFormed();
 
 /** "UTF-8 encode": a string to bytes, lone surrogates as U+FFFD. */
 export function utf8Encode(input: string): Uint8Array {
+  if (input.length > HOST_ENCODE_THRESHOLD) return new Uint8ArrayCtor(bridge.utf8Encode(jsonStringify(input)));
   const binary = nativeUnescape(nativeEncodeURIComponent(toWellFormed(input)));
   const length = binary.length;
   const bytes = new Uint8ArrayCtor(length);

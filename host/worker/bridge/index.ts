@@ -9,6 +9,7 @@ import { fetchFunctions } from "./fetch.js";
 import { introspectionFunctions } from "./introspection.js";
 import { moduleFunctions } from "./modules.js";
 import { runtimeFunctions } from "./runtime.js";
+import { textFunctions } from "./text.js";
 import { timerFunctions } from "./timers.js";
 
 export type BridgeFunction = (...args: QuickJSHandle[]) => QuickJSHandle | undefined;
@@ -24,6 +25,7 @@ export function createBridge(realm: Realm): QuickJSHandle {
     ...runtimeFunctions(realm),
     ...fetchFunctions(realm),
     ...introspectionFunctions(realm),
+    ...textFunctions(realm),
   };
   const bridge = ctx.newObject();
   for (const [name, impl] of Object.entries(functions)) {
