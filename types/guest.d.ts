@@ -321,19 +321,22 @@ declare function fetch(input: Request | string | URL, init?: RequestInit): Promi
 // ---------------------------------------------------------------- builtin modules
 
 declare module "http" {
-  export const Blob: typeof globalThis.Blob;
-  export type Blob = globalThis.Blob;
-  export const File: typeof globalThis.File;
-  export type File = globalThis.File;
-  export const FormData: typeof globalThis.FormData;
-  export type FormData = globalThis.FormData;
-  export const Headers: typeof globalThis.Headers;
-  export type Headers = globalThis.Headers;
-  export const Request: typeof globalThis.Request;
-  export type Request = globalThis.Request;
-  export const Response: typeof globalThis.Response;
-  export type Response = globalThis.Response;
-  export const fetch: typeof globalThis.fetch;
+  // The same classes as the globals of the same names (local aliases: an ambient module
+  // can only export its own declarations).
+  const _Blob: typeof Blob;
+  type _Blob = Blob;
+  const _File: typeof File;
+  type _File = File;
+  const _FormData: typeof FormData;
+  type _FormData = FormData;
+  const _Headers: typeof Headers;
+  type _Headers = Headers;
+  const _Request: typeof Request;
+  type _Request = Request;
+  const _Response: typeof Response;
+  type _Response = Response;
+  const _fetch: typeof fetch;
+  export { _Blob as Blob, _File as File, _FormData as FormData, _Headers as Headers, _Request as Request, _Response as Response, _fetch as fetch };
 }
 
 declare module "runtime" {
