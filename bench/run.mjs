@@ -41,12 +41,13 @@ const TARGETS = {
 const met = (ok) => (ok ? "met" : "MISSED");
 const out = (line = "") => process.stdout.write(`${line}\n`);
 const mdRows = [];
-const md = (figure, ours, bare, r, target) => mdRows.push(`| ${figure} | ${ours} | ${bare} | ${r} | ${target} |`);
+const md = (figure, ours, bare, r, target) => mdRows.push([figure, ours, bare, r, target]);
 let failed = false;
 
 const startedAt = new Date();
 const cpu = cpus();
-const machine = `${cpu.length}x ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load average ${loadavg()[0].toFixed(2)} at start`;
+const loadAtStart = loadavg()[0];
+const machine = `${cpu.length}x ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load average ${loadAtStart.toFixed(2)} at start`;
 out(`scriptbox bench, ${startedAt.toISOString()}${quick ? " (--quick)" : ""}`);
 out(`machine: ${machine}`);
 out("All figures are medians. ratio = ours / baseline: for times and sizes lower is better, for rates higher is better.");
@@ -123,10 +124,17 @@ await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripte
   md("RSS per idle live sandbox (100 alive)", formatBytes(rss.ours), formatBytes(rss.bare), ratio(rss.ours, rss.bare), "");
 
   const limit = r.limit;
-  const limitOk = limit.wallOver < 25;
-  rows.push([`cpuTimeMs ${limit.cpuTimeMs} on for(;;){}: wall clock past the deadline`, formatMs(limit.wallOver), "", "", `${TARGETS.limit} (${met(limitOk)})`, `max ${formatMs(limit.wallOverMax)}, n=${limit.samples}`]);
-  rows.push([`  same, by result.stats.cpuTimeMs`, formatMs(limit.cpuOver), "", "", "", ""]);
-  md(`cpuTimeMs ${limit.cpuTimeMs} stops for(;;){}: past the deadline (wall clock; stats.cpuTimeMs)`, `${formatMs(limit.wallOver)}; ${formatMs(limit.cpuOver)}`, "", "", `${TARGETS.limit} (${met(limitOk)})`);
+  const limitOk = limit.statsWallOver < 25;
+  rows.push([`cpuTimeMs ${limit.cpuTimeMs} stops for(;;){}: past the deadline (run's wall time)`, formatMs(limit.statsWallOver), "", "", `${TARGETS.limit} (${met(limitOk)})`, `max ${formatMs(limit.statsWallOverMax)}, n=${limit.samples}`]);
+  rows.push(["  same, by the run's cpu time", formatMs(limit.cpuOver), "", "", "", ""]);
+  rows.push(["  same, embedder's clock around run()", formatMs(limit.wallOver), "", "", "", `max ${formatMs(limit.wallOverMax)}; includes the request path`]);
+  md(
+    `cpuTimeMs ${limit.cpuTimeMs} stops for(;;){}: past the deadline (run's wall time; its cpu time; embedder's clock)`,
+    `${formatMs(limit.statsWallOver)}; ${formatMs(limit.cpuOver)}; ${formatMs(limit.wallOver)}`,
+    "",
+    "",
+    `${TARGETS.limit} (${met(limitOk)})`,
+  );
 
   for (const line of table(["figure", "ours", "bare", "ratio", "target", "note"], rows)) out(line);
   out("dispose: \"create + run\" stops the clock when run() resolves; \"+ dispose\" also awaits sandbox.dispose().");
@@ -160,10 +168,12 @@ await section("emulator", "Emulator (issue 4)", async () => {
 
 if (markdown && mdRows.length > 0) {
   out();
-  out(`== rows for docs/performance.md (${startedAt.toISOString().slice(0, 10)}; ${machine}) ==`);
-  out("| figure | ours | bare baseline | ratio | target |");
-  out("|---|---|---|---|---|");
-  for (const row of mdRows) out(row);
+  const date = startedAt.toISOString().slice(0, 10);
+  const note = `${cpu.length}x ${cpu[0]?.model.trim() ?? "CPU"}, node ${process.version}, load ${loadAtStart.toFixed(1)} at start`;
+  out(`== rows for docs/performance.md (${machine}) ==`);
+  out("| figure | ours | baseline | ratio | target | date | machine |");
+  out("|---|---|---|---|---|---|---|");
+  for (const row of mdRows) out(`| ${[...row, date, note].join(" | ")} |`);
 }
 
 out();

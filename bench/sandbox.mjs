@@ -152,10 +152,16 @@ async function residentMemory(children) {
   return { ours, bare };
 }
 
-/** How far past a 100 ms cpuTimeMs a `for(;;){}` is stopped: by the run's own cpu stats and by the wall clock. */
+/**
+ * How far past a 100 ms cpuTimeMs a `for(;;){}` is stopped, in one reused sandbox: by the
+ * run's own stats (cpu time, and wall time from the start of the activation in the worker)
+ * and by the embedder's clock around run() (which adds the request's own path: message,
+ * realm, and the fresh engine the host builds after a run stopped mid-flight).
+ */
 async function limitOvershoot(createSandbox, samples) {
   const cpuTimeMs = 100;
   const cpuOver = [];
+  const statsWallOver = [];
   const wallOver = [];
   let sandbox = await createSandbox({ limits: { cpuTimeMs } });
   check(await sandbox.run(SOURCE));
@@ -167,10 +173,11 @@ async function limitOvershoot(createSandbox, samples) {
     if (result.ok || result.error.kind !== "cpu") throw new Error(`expected a cpu limit, got ${JSON.stringify(result.error ?? result.value)}`);
     if (i === 0) continue; // warm-up
     cpuOver.push(result.stats.cpuTimeMs - cpuTimeMs);
+    statsWallOver.push(result.stats.wallTimeMs - cpuTimeMs);
     wallOver.push(wall - cpuTimeMs);
   }
   await sandbox.dispose();
-  return { cpuTimeMs, cpuOver, wallOver };
+  return { cpuTimeMs, cpuOver, statsWallOver, wallOver };
 }
 
 function figure(ours, bare, extra = {}) {
@@ -202,6 +209,14 @@ export async function benchSandbox({ quick = false } = {}) {
     reusedRun: { ours: median(b.ours), bareFresh: median(b.bareFresh), bareReused: median(b.bareReused), samples: b.ours.length },
     pluginCall: { ours: median(c.ours), bare: median(c.bare), echo: median(echo), p90: percentile(c.ours, 90), samples: c.ours.length },
     rssPerSandbox: { ours: median(d.ours), bare: median(d.bare), samples: d.ours.length },
-    limit: { cpuTimeMs: limit.cpuTimeMs, cpuOver: median(limit.cpuOver), wallOver: median(limit.wallOver), wallOverMax: Math.max(...limit.wallOver), samples: limit.wallOver.length },
+    limit: {
+      cpuTimeMs: limit.cpuTimeMs,
+      cpuOver: median(limit.cpuOver),
+      statsWallOver: median(limit.statsWallOver),
+      statsWallOverMax: Math.max(...limit.statsWallOver),
+      wallOver: median(limit.wallOver),
+      wallOverMax: Math.max(...limit.wallOver),
+      samples: limit.wallOver.length,
+    },
   };
 }

@@ -101,6 +101,31 @@ describe("leaks: 1,000 cycles of createSandbox, run, dispose", () => {
   }, 120_000);
 });
 
+describe("leaks: runs stopped by a limit", () => {
+  // KNOWN BUG (reported): a run stopped by the cpu limit leaves a realm the host parks
+  // instead of freeing; the engine is swapped for a fresh one only while no plugin is
+  // loaded. With a plugin loaded the parked realms pile up in the engine's memory (~130 KB
+  // each here) until, after ~490 stopped runs, no realm fits and the sandbox is disposed.
+  // it.fails turns red once the host is fixed: then make this a plain `it`.
+  it.fails("100 cpu-stopped runs beside a loaded plugin do not grow the sandbox's memory", async () => {
+    const sandbox = await createSandbox({ limits: { cpuTimeMs: 10 } });
+    try {
+      const plugin = await sandbox.load("export function ping() { return 'pong'; }");
+      const sizes: number[] = [];
+      for (let i = 0; i < 100; i++) {
+        const result = await sandbox.run("for (;;) {}");
+        expect(result.ok ? "ok" : result.error.kind).toBe("cpu");
+        sizes.push(result.stats.memoryBytes);
+      }
+      expect(await plugin.call("ping")).toBe("pong");
+      console.log(`wasm memory over 100 cpu-stopped runs with a plugin loaded: ${mb(sizes[0]!)} -> ${mb(sizes.at(-1)!)}`);
+      expect(sizes.at(-1)! - sizes[0]!).toBeLessThan(1 * MiB);
+    } finally {
+      await sandbox.dispose();
+    }
+  }, 60_000);
+});
+
 describe("leaks: the DEBUG_SYNC engine survives every kind of activation", () => {
   // The debug build needs ~100 MB of wasm memory for a realm (assertions, leak tracking)
   // and runs an order of magnitude slower; each sandbox gets a worker of its own so that a
@@ -154,7 +179,8 @@ describe("leaks: the DEBUG_SYNC engine survives every kind of activation", () =>
     const started = Date.now();
     let checks = 0;
     const reports = await engineReports(async () => {
-      const sandbox = await debugSandbox({ cpuTimeMs: 1_000, wallTimeMs: 1_500 });
+      // cpuTimeMs leaves the debug build room on a loaded machine (an ok run takes ~250 ms).
+      const sandbox = await debugSandbox({ cpuTimeMs: 1_500, wallTimeMs: 2_000 });
       const healthy = async (after: string) => {
         checks++;
         await expectHealthy(sandbox, after);
