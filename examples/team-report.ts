@@ -25,9 +25,9 @@ export default async function teamReport() {
     console.log("No subscription: members cannot hold seats");
   }
 
-  const members = users.map((user) => ({ name: user.name ?? "", email: user.email, role: user.role, seat: user.useSeat, joined: day(user.createdAt) }));
+  const members = users.map((user) => ({ name: user.name, email: user.email, role: user.role, seat: user.useSeat, joined: day(user.createdAt) }));
   console.log(`\nMembers (${members.length})`);
-  console.table(members.map((m) => ({ ...m, name: m.name || "(no name)", seat: m.seat ? "yes" : "-" })));
+  console.table(members.map((m) => ({ ...m, name: m.name ?? "(no name)", seat: m.seat ? "yes" : "-" })));
 
   const pending = invitations.map((invitation) => ({ email: invitation.email, role: invitation.role, seat: invitation.useSeat, expires: day(invitation.expiresAt) }));
   console.log(`\nPending invitations (${pending.length})`);

@@ -3,6 +3,7 @@
 // parsed options to the module that does the work. Usage mistakes exit 2 with one line.
 import { Command, InvalidArgumentError } from "commander";
 import { runEmulatorCommand } from "../emulator/cli.js";
+import { runDemoCommand } from "./commands/demo.js";
 import { runCommand } from "./commands/run.js";
 import { UsageError } from "./usage.js";
 
@@ -69,6 +70,13 @@ program
   .option("--device-interval <seconds>", "device flow polling interval", parsePositiveNumber, 5)
   .action(async (opts) => {
     process.exitCode = await runEmulatorCommand(opts);
+  });
+
+program
+  .command("demo")
+  .description("start a seeded cloud API emulator and run two example scripts against it")
+  .action(async () => {
+    process.exitCode = await runDemoCommand();
   });
 
 try {
