@@ -12,8 +12,9 @@ export class CloudError extends Error {
   readonly code: string;
   readonly method: string;
   readonly path: string;
-  readonly excerpt?: string;
-  readonly errors?: GraphQLErrorSummary[];
+  // Own properties only when they apply (declared, so that no field is emitted).
+  declare readonly excerpt?: string;
+  declare readonly errors?: GraphQLErrorSummary[];
 
   constructor(
     status: number,
