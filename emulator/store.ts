@@ -198,7 +198,7 @@ export class Store {
   // --- invitations -------------------------------------------------------------------
   insertInvitation(row: InvitationRow): void { this.insert("invitations", row); }
   pendingInvitations(teamId: string, now: number): InvitationRow[] {
-    return this.all("SELECT * FROM invitations WHERE team_id = ? AND expires_at > ? ORDER BY created_at, id", teamId, now);
+    return this.all("SELECT * FROM invitations WHERE team_id = ? AND expires_at > ? ORDER BY created_at, rowid", teamId, now);
   }
   pendingInvitationFor(teamId: string, email: string, now: number): InvitationRow | undefined {
     return this.get("SELECT * FROM invitations WHERE team_id = ? AND email = ? AND expires_at > ?", teamId, email, now);
