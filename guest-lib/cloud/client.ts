@@ -10,6 +10,7 @@ import type {
   UserApi,
   WorkspacesApi,
 } from "cloud";
+import bridge from "scriptbox:bridge";
 import { require as requireModule } from "scriptbox:core";
 import { type Fields, fail, object, optionalBoolean, optionalNumber, optionalString, optionalStrings, string } from "./args";
 import { pollDevice } from "./device";
@@ -66,7 +67,6 @@ export class CloudClient {
   constructor(options: CloudClientOptions) {
     let config: ClientConfig;
     if (options === FROM_CONFIG) {
-      const bridge = requireModule("scriptbox:bridge") as { cloudConfig(): string };
       const host = JSON.parse(bridge.cloudConfig()) as { baseUrl: string; token: string | null; session: string | null } | null;
       config = { baseUrl: host?.baseUrl ?? "", token: host?.token ?? null, session: host?.session ?? null, maxRetries: 3, maxRetryDelayMs: 10_000 };
     } else {
