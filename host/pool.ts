@@ -60,6 +60,9 @@ export class WorkerConnection {
     this.worker = new Worker(new URL("./worker/entry.js", import.meta.url), {
       workerData: init,
       resourceLimits: { stackSizeMb: WORKER_STACK_MB },
+      // Not the embedder's Node flags: `node --input-type=module -e …`, for one, makes a
+      // worker started from a file fail.
+      execArgv: [],
     });
     this.worker.unref();
     this.worker.on("message", (message: WorkerMessage) => this.onMessage(message));

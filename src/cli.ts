@@ -2,7 +2,6 @@
 // The `scriptbox` command. Argument parsing is commander's; each subcommand hands its
 // parsed options to the module that does the work. Usage mistakes exit 2 with one line.
 import { Command, InvalidArgumentError } from "commander";
-import { runEmulatorCommand } from "../emulator/cli.js";
 import { runDemoCommand } from "./commands/demo.js";
 import { runCommand } from "./commands/run.js";
 import { UsageError } from "./usage.js";
@@ -69,6 +68,8 @@ program
   .option("--test-clock", "enable POST /__emulator/clock to move the clock forward", false)
   .option("--device-interval <seconds>", "device flow polling interval", parsePositiveNumber, 5)
   .action(async (opts) => {
+    // Loaded here: the emulator's dependencies are not needed to run a script.
+    const { runEmulatorCommand } = await import("../emulator/cli.js");
     process.exitCode = await runEmulatorCommand(opts);
   });
 

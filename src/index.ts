@@ -16,5 +16,5 @@ export type {
   SandboxOptions,
   SecretOption,
 } from "../host/types.js";
-export { startEmulator } from "../emulator/index.js";
+export { startEmulator } from "./emulator.js";
 export type { EmulatorOptions, RunningEmulator, EmulatorSeed } from "../emulator/index.js";

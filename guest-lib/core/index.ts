@@ -8,7 +8,7 @@
 // loader uses to serve `import … from "http"`, and returns the hooks the host calls.
 import bridge from "scriptbox:bridge";
 import * as intrinsics from "./intrinsics.js";
-import { defineProperty, freeze, jsonStringify } from "./intrinsics.js";
+import { defineProperty, freeze, jsonStringify, objectKeys } from "./intrinsics.js";
 import { installLazyGlobals } from "./lazy-globals.js";
 import { importPublicModule, registerModule, requireModule } from "./modules.js";
 import type * as Timers from "../timers/index.js";
@@ -57,4 +57,6 @@ export const hooks = freeze({
   makeError: (name: string, message: string) => new (ERROR_TYPES[name] ?? Error)(message),
   /** Fast path for string results: JSON keeps NULs and lone surrogates intact. */
   stringify: jsonStringify,
+  /** A plugin module's export names, as JSON. */
+  exportNames: (namespace: object) => jsonStringify(objectKeys(namespace)),
 });

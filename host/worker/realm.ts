@@ -12,6 +12,7 @@ import { performance } from "node:perf_hooks";
 import type { EngineInstance } from "../engine/instance.js";
 import { canMoveBytes, canMoveString } from "../engine/headroom.js";
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
+import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
 import type { RejectionTracking } from "../engine/rejection-tracker.js";
 import { decodeFromGuest, encodeForGuest } from "../marshal/crossing-values.js";
 import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
@@ -43,6 +44,7 @@ interface Hooks {
   describeError: QuickJSHandle;
   makeError: QuickJSHandle;
   stringify: QuickJSHandle;
+  exportNames: QuickJSHandle;
 }
 
 /** A run's value as the host holds it: read directly (primitives) or encoded by the guest. */
@@ -70,6 +72,9 @@ export class Realm {
   private finish: ((outcome: ActivationOutcome) => void) | null = null;
   private wallTimer: NodeJS.Timeout | null = null;
   private draining = false;
+  /** Set while the job queue is being pumped: an interrupt there can leave QuickJS unfreeable. */
+  private pumpingJobs = false;
+  private interruptedInJobs = false;
   private dead: string | null = null;
   /** A loaded plugin's module namespace. */
   private namespace: QuickJSHandle | null = null;
@@ -104,6 +109,7 @@ export class Realm {
       describeError: hook("describeError"),
       makeError: hook("makeError"),
       stringify: hook("stringify"),
+      exportNames: hook("exportNames"),
     };
     for (const handle of [hooks, exports, require, factory, bridge]) handle.dispose();
   }
@@ -113,13 +119,14 @@ export class Realm {
   }
 
   /**
-   * Whether QuickJS can free this realm. After an interrupt stopped a promise chain, or
-   * with jobs still queued, JS_FreeRuntime can abort on objects QuickJS itself still
-   * references (reproduced with bare quickjs-emscripten), which would kill the whole engine
-   * instance; such realms are parked instead (see WorkerSandbox).
+   * Whether QuickJS can free this realm. After an interrupt inside the job queue (a promise
+   * chain stopped by a limit), or with jobs still queued, JS_FreeRuntime can abort on
+   * objects QuickJS itself still references (reproduced with bare quickjs-emscripten),
+   * which would kill the whole engine instance; such realms are parked instead (see
+   * WorkerSandbox). An interrupt in plain code (a busy loop) frees normally.
    */
   get freeable(): boolean {
-    return this.alive && this.guard.interruptedBy === null && !this.runtime.hasPendingJob();
+    return this.alive && !this.interruptedInJobs && !this.runtime.hasPendingJob();
   }
 
   // ---- modules --------------------------------------------------------------------------
@@ -221,13 +228,20 @@ export class Realm {
 
   private exportNames(): string[] {
     if (!this.namespace || !this.alive) return [];
-    const names = this.context.getOwnPropertyNames(this.namespace, { strings: true }).unwrap();
-    const out: string[] = [];
-    for (const handle of names) {
-      out.push(this.context.getString(handle));
-      handle.dispose();
+    // The guest lists them (getOwnPropertyNames can read a stale view; see fresh-views.ts).
+    const listed = this.context.callFunction(this.hooks.exportNames, this.context.undefined, this.namespace);
+    if (listed.error) {
+      listed.error.dispose();
+      return [];
     }
-    return out.sort();
+    const names = JSON.parse(this.context.getString(listed.value)) as string[];
+    listed.value.dispose();
+    return names.sort();
+  }
+
+  /** A promise the host settles later (see fresh-views.ts for why not context.newPromise). */
+  newDeferred() {
+    return newDeferredPromise(this.services.engine, this.context);
   }
 
   private activate(kind: ActivationKind, start: () => void): Promise<ActivationOutcome> {
@@ -247,14 +261,17 @@ export class Realm {
       this.guestTask(start);
       // Most calls finish synchronously; only one that goes on waiting needs a wall timer
       // (the interrupt handler enforces the same deadline while guest code runs).
-      if (!activation.finished) {
-        const remaining = activation.wallDeadline - performance.now();
-        this.wallTimer = setTimeout(() => {
-          activation.failLimit("timeout", activation.wallLimitMessage());
-          this.end();
-        }, Math.max(0, remaining));
-      }
+      if (!activation.finished) this.armWallTimer(activation);
     });
+  }
+
+  /** Ends the activation at its wall deadline (re-armed if Node's timer fires early). */
+  private armWallTimer(activation: Activation): void {
+    this.wallTimer = setTimeout(() => {
+      if (performance.now() < activation.wallDeadline) return this.armWallTimer(activation);
+      activation.failLimit("timeout", activation.wallLimitMessage());
+      this.end();
+    }, Math.max(1, Math.ceil(activation.wallDeadline - performance.now())));
   }
 
   /** Makes `value` the activation's main result: waits for it if it is a promise. */
@@ -315,7 +332,10 @@ export class Realm {
     if (encoded === null) return;
     const json = this.context.getProp(encoded, 0);
     const buffers = this.context.getProp(encoded, 1);
-    const count = this.context.getLength(buffers) ?? 0;
+    // (Not getLength: in quickjs-emscripten 0.32 it can read a stale view; see fresh-views.ts.)
+    const lengthHandle = this.context.getProp(buffers, "length");
+    const count = this.context.getNumber(lengthHandle);
+    lengthHandle.dispose();
     const bytes: Uint8Array[] = [];
     for (let i = 0; i < count; i++) {
       const buffer = this.context.getProp(buffers, i);
@@ -404,10 +424,14 @@ export class Realm {
         if (this.runtime.hasPendingJob()) {
           let jobs;
           try {
-            jobs = this.guard.enter(activation, () => this.runtime.executePendingJobs(-1));
+            this.pumpingJobs = true;
+            jobs = this.guard.enter(activation, () => executePendingJobs(this.services.engine, this.runtime, this.context));
           } catch (error) {
             throw this.poison(error);
+          } finally {
+            this.pumpingJobs = false;
           }
+          if (this.guard.interruptedBy !== null) this.interruptedInJobs = true;
           if (jobs.error) {
             const error = jobs.error;
             this.failWithGuestError(error, null);
@@ -522,6 +546,10 @@ export class Realm {
     if (evaluatingModule !== null && name === "SyntaxError" && parseLocation && parseLocation[1] === evaluatingModule) {
       return activation.fail("syntax", name, `${parseLocation[1]}:${parseLocation[2]}: ${message}`, stack);
     }
+    // Refusals by the host say what they are in their message's first words (the fetch
+    // transport's contract): uncaught, they classify the run.
+    if (message.startsWith("network policy: ")) return activation.fail("network-policy", name, message, stack);
+    if (message.startsWith("limit: ")) return activation.fail("limit", name, message, stack);
     activation.fail("script", name, message, stack);
   }
 

@@ -4,6 +4,7 @@
 import type { EngineInstance } from "../engine/instance.js";
 import type { RejectionTracking } from "../engine/rejection-tracker.js";
 import { SandboxFetchTransport } from "../fetch/transport.js";
+import { canAllocate } from "../engine/headroom.js";
 import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
 import type { LogEntry } from "../types.js";
 import type { GuestBundle } from "./guest-bundle.js";
@@ -24,6 +25,8 @@ interface PluginSlot {
 }
 
 const STOPPING_KINDS = new Set(["cpu", "timeout", "memory", "limit"]);
+/** Memory a new realm needs (context, guest core, first allocations), with margin. */
+const REALM_RESERVE_BYTES = 1024 * 1024;
 
 function failedOutcome(message: string, sandboxDisposed?: string): ActivationOutcome {
   return {
@@ -117,6 +120,13 @@ export class WorkerSandbox implements RealmServices {
   }
 
   private spareScheduled = false;
+  /** Realms whose run has ended, freed once the answer has gone out. */
+  private readonly toFree = new Set<Realm>();
+
+  private flushFrees(): void {
+    for (const realm of this.toFree) this.disposeRealm(realm);
+    this.toFree.clear();
+  }
 
   /** Builds the spare realm right after the current request has been answered. */
   prepareSpareSoon(): void {
@@ -143,6 +153,20 @@ export class WorkerSandbox implements RealmServices {
   private async acquireRealm(): Promise<Realm | ActivationOutcome> {
     if (!this.alive) return failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!);
     if (this.parked.length > 0 && this.plugins.size === 0 && this.running.size === 0) await this.replaceEngine();
+    // A realm whose run just ended may not be freed yet: free it now if memory is short.
+    if (this.spare === null && !canAllocate(this.engine, REALM_RESERVE_BYTES, REALM_RESERVE_BYTES)) this.flushFrees();
+    if (this.spare === null && !canAllocate(this.engine, REALM_RESERVE_BYTES, REALM_RESERVE_BYTES)) {
+      // Building a realm at the cap would fault inside the engine: say so instead.
+      return {
+        ...failedOutcome("no memory left to prepare a realm"),
+        error: {
+          kind: "memory",
+          name: "LimitError",
+          message: `memoryBytes limit reached: no room to prepare a realm${this.parked.length ? ` (${this.parked.length} realms stopped by limits are held until the sandbox's plugins are unloaded)` : ""}`,
+          stack: "",
+        },
+      };
+    }
     try {
       return this.takeRealm();
     } catch (error) {
@@ -159,7 +183,8 @@ export class WorkerSandbox implements RealmServices {
     } finally {
       this.running.delete(realm);
       // Freed after the answer has gone out: freeing is not on the caller's clock.
-      setImmediate(() => this.disposeRealm(realm));
+      this.toFree.add(realm);
+      setImmediate(() => this.flushFrees());
     }
   }
 
@@ -250,6 +275,7 @@ export class WorkerSandbox implements RealmServices {
     this.plugins.clear();
     for (const realm of this.running) this.disposeRealm(realm);
     this.running.clear();
+    this.flushFrees();
     this.reset();
     return this.recyclable;
   }

@@ -253,10 +253,8 @@ describe.concurrent("scriptbox run: input, env, network, secrets, cloud", () => 
     expect(received.some((request) => request.url === "/refused")).toBe(false);
   });
 
-  // KNOWN BUG (reported): an uncaught policy refusal ends the run with kind "script", not
-  // "network-policy" as DESIGN.md says. it.fails turns red once the host is fixed: then
-  // make this a plain `it`.
-  it.fails("an uncaught network policy refusal ends the run with error kind network-policy", async () => {
+  // Issue 3: uncaught, a network policy refusal ends the run with kind "network-policy".
+  it("an uncaught network policy refusal ends the run with error kind network-policy", async () => {
     const result = await cli(["run", "fetch.js", "--input", JSON.stringify({ url: `${origin}/refused-kind` }), "--json"]);
     expect(jsonResult(result).error.kind).toBe("network-policy");
   });

@@ -36,7 +36,7 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
 
       const engine = realm.services.engine;
       const controller = new AbortController();
-      const deferred = realm.own(ctx.newPromise());
+      const deferred = realm.own(realm.newDeferred());
       activation.fetches.set(id, { abort: () => controller.abort() });
       activation.fetchCount++;
       const settle = (work: () => void) => {

@@ -1,4 +1,5 @@
 // Timers: the host event loop keeps the clock; the guest keeps the callbacks (core/timers.ts).
+import { performance } from "node:perf_hooks";
 import type { Realm } from "../realm.js";
 import { BridgeArgumentError, booleanArg, integerArg, numberArg } from "./args.js";
 import type { BridgeFunctions } from "./index.js";
@@ -21,9 +22,27 @@ export function timerFunctions(realm: Realm): BridgeFunctions {
         realm.stopForLimit(message);
         throw new RangeError(message);
       }
-      const fire = () => realm.fireTimer(id, repeat);
-      const timer = repeat ? setInterval(fire, Math.max(1, delay)) : setTimeout(fire, Math.max(1, delay));
-      activation.timers.set(id, { timer, ref: !unref });
+      const period = Math.max(1, delay);
+      const entry = { timer: undefined as unknown as NodeJS.Timeout, ref: !unref };
+      // Node's timers run on the event loop's cached millisecond clock and can fire a
+      // fraction of a millisecond early; web timers never fire before their delay. So each
+      // timer keeps its due time and re-arms until it is reached. Intervals are re-armed
+      // timeouts, each due one period after the previous firing.
+      let due = performance.now() + period;
+      const arm = () => {
+        entry.timer = setTimeout(check, Math.max(1, Math.ceil(due - performance.now())));
+      };
+      const check = () => {
+        const now = performance.now();
+        if (now < due) return arm();
+        if (repeat) {
+          due = now + period;
+          arm();
+        }
+        realm.fireTimer(id, repeat);
+      };
+      arm();
+      activation.timers.set(id, entry);
       if (!unref) activation.refTimers++;
       return undefined;
     },
