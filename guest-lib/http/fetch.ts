@@ -6,7 +6,7 @@ import bridge from "scriptbox:bridge";
 import { DOMException } from "scriptbox:web";
 import { processDataURL } from "./data-url";
 
-import { Request, type RequestOpts, requestForTransport } from "./request";
+import { Request, type RequestOpts, plainGetForTransport, requestForTransport } from "./request";
 import { responseFromTransport, type Response } from "./response";
 import { PromiseCtor, TypeErrorCtor, Uint8ArrayCtor, jsonParse, jsonStringify } from "./util";
 
@@ -53,8 +53,9 @@ function transportError(error: unknown, signal: Signal | null): unknown {
 
 export function fetch(input: Request | string, init?: RequestOpts): Promise<Response> {
   return new PromiseCtor<Response>((resolve, reject) => {
-    const request = new Request(input, init);
-    const { url, method, headers, redirect, body, signal } = requestForTransport(request);
+    // The common `fetch(url)`: no Request object to build (see plainGetForTransport).
+    const { url, method, headers, redirect, body, signal } =
+      typeof input === "string" && init === undefined ? plainGetForTransport(input) : requestForTransport(new Request(input, init));
     const abortable = signal as unknown as Signal | null;
     if (abortable && abortable.aborted) return reject(abortable.reason);
     const hash = url.indexOf("#");

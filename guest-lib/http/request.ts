@@ -228,6 +228,15 @@ installBody(Request.prototype, ["arrayBuffer", "blob", "bytes", "formData", "jso
 webidlInterface(Request, 1);
 
 /** What fetch needs from a Request: the transport record, the body bytes, the signal. */
+/**
+ * What `fetch(url)` (a string and no init) sends: exactly the record a `new Request(url)`
+ * would give (same URL parsing and errors; GET, no headers, no body, no signal), without
+ * building the Request object a script never sees.
+ */
+export function plainGetForTransport(input: string) {
+  return { url: requestURL(input), method: "GET", headers: [] as [string, string][], redirect: "follow" as const, body: null, signal: null };
+}
+
 export function requestForTransport(request: Request) {
   const slots = slotsOf(request);
   const body = slots.body.data === null ? null : bodyBytes(slots.body);

@@ -42,9 +42,18 @@ export interface SandboxFetchTransportOptions {
   resolver?: HostResolver;
 }
 
+/** The part of AbortSignal the transport uses. */
+export type AbortSignalLike = Pick<AbortSignal, "aborted"> & {
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+};
+
 export interface TransportFetchOptions {
-  /** Aborting it cancels the request and destroys its socket; the fetch rejects with type "abort". */
-  signal?: AbortSignal;
+  /**
+   * Aborting it cancels the request and destroys its socket; the fetch rejects with type
+   * "abort". Any AbortSignal works; the sandbox passes a lighter CancelToken.
+   */
+  signal?: AbortSignalLike;
   /** Bytes the sandbox can still take in (wasm memory headroom); checked like a second maxResponseBytes. */
   responseBodyBudget?: () => number;
 }

@@ -4,6 +4,7 @@
 import { largestMovableBytes, canMoveBytes } from "../../engine/headroom.js";
 import type { TransportRequest } from "../../fetch/transport.js";
 import { TransportError } from "../../fetch/transport.js";
+import { CancelToken } from "../../fetch/cancel-token.js";
 import type { Realm } from "../realm.js";
 import { BridgeArgumentError, integerArg, optionalBytesArg, stringArg } from "./args.js";
 import type { BridgeFunctions } from "./index.js";
@@ -35,7 +36,7 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
       if (activation.fetches.has(id)) throw new BridgeArgumentError(`fetch ${id} is already in flight`);
 
       const engine = realm.services.engine;
-      const controller = new AbortController();
+      const controller = new CancelToken();
       const deferred = realm.own(realm.newDeferred());
       activation.fetches.set(id, { abort: () => controller.abort() });
       activation.fetchCount++;
@@ -52,7 +53,7 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
       realm.services
         .transport()
         .fetch(request, {
-          signal: controller.signal,
+          signal: controller,
           responseBodyBudget: () => largestMovableBytes(engine, activation.limits.maxResponseBytes),
         })
         .then(
