@@ -85,7 +85,11 @@ function consume<T>(target: unknown, read: (state: BodyState) => T): Promise<T> 
   const signal = state.signal;
   if (signal && signal.aborted) return promiseReject(signal.reason);
   if (state.data !== null) state.used = true;
-  return new PromiseCtor<T>((resolve) => resolve(read(state)));
+  try {
+    return promiseResolve(read(state));
+  } catch (error) {
+    return promiseReject(error);
+  }
 }
 
 function mimeTypeOf(state: BodyState): string {

@@ -14,9 +14,9 @@ const addAbortAlgorithm = Symbol.for("scriptbox.addAbortAlgorithm");
 const ErrorCtor = Error;
 
 // Fetch §2.9 port blocking.
-const BAD_PORTS = (
-  "0,1,7,9,11,13,15,17,19,20,21,22,23,25,37,42,43,53,69,77,79,87,95,101,102,103,104,109,110,111,113,115,117,119,123,135,137,139,143,161,179,389,427,465,512,513,514,515,526,530,531,532,540,548,554,556,563,587,601,636,989,990,993,995,1719,1720,1723,2049,3659,4045,4190,5060,5061,6000,6566,6665,6666,6667,6668,6669,6679,6697,10080"
-).split(",");
+const BAD_PORTS = new Set(
+  "0,1,7,9,11,13,15,17,19,20,21,22,23,25,37,42,43,53,69,77,79,87,95,101,102,103,104,109,110,111,113,115,117,119,123,135,137,139,143,161,179,389,427,465,512,513,514,515,526,530,531,532,540,548,554,556,563,587,601,636,989,990,993,995,1719,1720,1723,2049,3659,4045,4190,5060,5061,6000,6566,6665,6666,6667,6668,6669,6679,6697,10080".split(","),
+);
 
 let nextFetchId = 1;
 
@@ -70,7 +70,7 @@ export function fetch(input: Request | string, init?: RequestOpts): Promise<Resp
       throw new TypeErrorCtor(`fetch: the ${scheme} scheme is not supported (only http:, https: and data:)`);
     }
     const port = /^https?:\/\/(?:\[[^\]]*\]|[^/:]*)(?::(\d+))?/.exec(target)![1];
-    if (port !== undefined && BAD_PORTS.includes(port)) throw new TypeErrorCtor(`fetch: port ${port} is blocked (Fetch §2.9 bad ports)`);
+    if (port !== undefined && BAD_PORTS.has(port)) throw new TypeErrorCtor(`fetch: port ${port} is blocked (Fetch §2.9 bad ports)`);
 
     const id = nextFetchId++;
     let settled = false;
@@ -87,15 +87,22 @@ export function fetch(input: Request | string, init?: RequestOpts): Promise<Resp
     if (body) {
       buffer = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? (body.buffer as ArrayBuffer) : body.slice().buffer;
     }
-    const record = jsonStringify({ url: target, method, headers, redirect });
-    bridge.fetch(record, buffer, id).then(
-      ([responseJson, responseBody]) => {
+    // (A plain GET's record is written directly: this runs on every fetch.)
+    const record =
+      method === "GET" && headers.length === 0 && redirect === "follow"
+        ? `{"url":${jsonStringify(target)},"method":"GET","headers":[],"redirect":"follow"}`
+        : jsonStringify({ url: target, method, headers, redirect });
+    bridge.fetch(
+      record,
+      buffer,
+      id,
+      (responseJson, responseBody) => {
         if (settled) return;
         settled = true;
         if (removeAbort) removeAbort();
         resolve(responseFromTransport(jsonParse(responseJson), new Uint8ArrayCtor(responseBody)));
       },
-      (error: unknown) => {
+      (error) => {
         if (settled) return;
         settled = true;
         if (removeAbort) removeAbort();

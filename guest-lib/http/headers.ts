@@ -187,7 +187,11 @@ export function headerPairs(headers: Headers): [string, string][] {
 export function headersFromPairs(pairs: [string, string][], guard: number): Headers {
   const headers = new Headers();
   const list = headersList(headers);
-  for (const [name, value] of pairs) list.push(name.toLowerCase(), value);
+  // Indexed, not for-of with destructuring: ~4x faster in QuickJS, and this runs per response.
+  for (let i = 0; i < pairs.length; i++) {
+    const pair = pairs[i]!;
+    list.push(pair[0].toLowerCase(), pair[1]);
+  }
   setGuard(headers, guard);
   return headers;
 }

@@ -25,11 +25,9 @@ export function executePendingJobs(
   context: QuickJSContext,
   maxJobs = -1,
 ): { executed: number; error?: undefined } | { error: QuickJSHandle; executed?: undefined } {
-  const heap = moduleHeap(engine.module);
   const ffi = ffiOf(runtime);
-  const slot = heap._malloc(4);
-  if (slot === 0) throw new WebAssembly.RuntimeError("out of memory for a job pump");
-  try {
+  const slot = jobSlot(engine);
+  {
     new Int32Array(engine.memory.buffer, slot, 1)[0] = 0;
     const valuePointer = ffi.QTS_ExecutePendingJob(runtimePointer(runtime), maxJobs, slot);
     const jobContext = new Int32Array(engine.memory.buffer, slot, 1)[0];
@@ -46,9 +44,19 @@ export function executePendingJobs(
       return { executed };
     }
     return { error: result };
-  } finally {
-    heap._free(slot);
   }
+}
+
+/** One 4-byte output slot per engine instance, for the job pump (it runs on every turn). */
+const jobSlots = new WeakMap<EngineInstance, number>();
+function jobSlot(engine: EngineInstance): number {
+  let slot = jobSlots.get(engine);
+  if (slot === undefined) {
+    slot = moduleHeap(engine.module)._malloc(4);
+    if (slot === 0) throw new WebAssembly.RuntimeError("out of memory for a job pump");
+    jobSlots.set(engine, slot);
+  }
+  return slot;
 }
 
 /** A promise the host settles later (QuickJSContext.newPromise without the stale read). */

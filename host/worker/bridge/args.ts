@@ -42,3 +42,9 @@ export function optionalBytesArg(ctx: QuickJSContext, handle: QuickJSHandle | un
   // The view dies when the wasm heap grows: copy at once.
   return view.consume((bytes) => bytes.value.slice());
 }
+
+/** A guest function the host will call later: returned as an owned duplicate handle. */
+export function functionArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string): QuickJSHandle {
+  if (handle === undefined || ctx.typeof(handle) !== "function") throw new BridgeArgumentError(`${what} must be a function`);
+  return handle.dup();
+}

@@ -1,12 +1,14 @@
 // fetch's host side: the guest's request record goes to the sandbox's transport (undici,
-// network policy, limits, secrets: host/fetch/); the answer comes back as
-// [responseJson, bodyArrayBuffer], or a rejection with a TransportErrorRecord as JSON.
+// network policy, limits, secrets: host/fetch/); the answer comes back through the
+// guest's callbacks: onResponse(responseJson, bodyArrayBuffer), or onError with a
+// TransportErrorRecord as JSON.
 import { largestMovableBytes, canMoveBytes } from "../../engine/headroom.js";
 import type { TransportRequest } from "../../fetch/transport.js";
 import { TransportError } from "../../fetch/transport.js";
 import { CancelToken } from "../../fetch/cancel-token.js";
 import type { Realm } from "../realm.js";
-import { BridgeArgumentError, integerArg, optionalBytesArg, stringArg } from "./args.js";
+import type { QuickJSHandle } from "quickjs-emscripten-core";
+import { BridgeArgumentError, functionArg, integerArg, optionalBytesArg, stringArg } from "./args.js";
 import type { BridgeFunctions } from "./index.js";
 
 const MAX_REQUEST_RECORD_CHARS = 1024 * 1024;
@@ -19,7 +21,7 @@ function errorRecord(error: unknown): string {
 export function fetchFunctions(realm: Realm): BridgeFunctions {
   const ctx = realm.context;
   return {
-    fetch(recordHandle, bodyHandle, idHandle) {
+    fetch(recordHandle, bodyHandle, idHandle, onResponseHandle, onErrorHandle) {
       const json = stringArg(ctx, recordHandle, "request record");
       if (json.length > MAX_REQUEST_RECORD_CHARS) throw new BridgeArgumentError("request record is too large");
       let record: unknown;
@@ -34,19 +36,30 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
       const activation = realm.activation;
       if (!activation) throw new BridgeArgumentError("no script is running");
       if (activation.fetches.has(id)) throw new BridgeArgumentError(`fetch ${id} is already in flight`);
+      if (ctx.typeof(onResponseHandle!) !== "function" || ctx.typeof(onErrorHandle!) !== "function") {
+        throw new BridgeArgumentError("fetch needs an onResponse and an onError function");
+      }
+      const onResponse = realm.own(functionArg(ctx, onResponseHandle, "onResponse"));
+      const onError = realm.own(functionArg(ctx, onErrorHandle, "onError"));
 
       const engine = realm.services.engine;
       const controller = new CancelToken();
-      const deferred = realm.own(realm.newDeferred());
       activation.fetches.set(id, { abort: () => controller.abort() });
       activation.fetchCount++;
-      const settle = (work: () => void) => {
+      /** Calls one of the guest's callbacks (once), then lets go of both. */
+      const settle = (callback: QuickJSHandle, args: () => QuickJSHandle[]) => {
         realm.guestTask(() => {
-          if (realm.activation === activation && activation.fetches.delete(id)) work();
+          if (realm.activation !== activation || !activation.fetches.delete(id)) return;
+          const values = args();
+          const done = realm.enterGuest(() => ctx.callFunction(callback, ctx.undefined, values));
+          for (const value of values) value.dispose();
+          done?.dispose();
         });
-        if (realm.alive && deferred.alive) {
-          realm.disown(deferred);
-          deferred.dispose();
+        for (const handle of [onResponse, onError]) {
+          if (realm.alive && handle.alive) {
+            realm.disown(handle);
+            handle.dispose();
+          }
         }
       };
       const request = { ...(record as object), body } as TransportRequest;
@@ -57,32 +70,22 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
           responseBodyBudget: () => largestMovableBytes(engine, activation.limits.maxResponseBytes),
         })
         .then(
-          ({ response, body: bytes }) =>
-            settle(() => {
-              if (!canMoveBytes(engine, bytes.byteLength)) {
-                const message = `limit: memoryBytes headroom too small for a ${bytes.byteLength}-byte response body`;
-                const rejection = ctx.newString(JSON.stringify({ type: "limit", message }));
-                deferred.reject(rejection);
-                rejection.dispose();
-                return;
-              }
-              const meta = ctx.newString(JSON.stringify(response));
+          ({ response, body: bytes }) => {
+            if (!canMoveBytes(engine, bytes.byteLength)) {
+              const message = `limit: memoryBytes headroom too small for a ${bytes.byteLength}-byte response body`;
+              return settle(onError, () => [ctx.newString(JSON.stringify({ type: "limit", message }))]);
+            }
+            settle(onResponse, () => {
               const exact = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-              const buffer = ctx.newArrayBuffer(exact ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-              const pair = ctx.newArray();
-              ctx.setProp(pair, 0, meta);
-              ctx.setProp(pair, 1, buffer);
-              deferred.resolve(pair);
-              for (const handle of [pair, buffer, meta]) handle.dispose();
-            }),
-          (error: unknown) =>
-            settle(() => {
-              const rejection = ctx.newString(errorRecord(error));
-              deferred.reject(rejection);
-              rejection.dispose();
-            }),
+              return [
+                ctx.newString(JSON.stringify(response)),
+                ctx.newArrayBuffer(exact ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
+              ];
+            });
+          },
+          (error: unknown) => settle(onError, () => [ctx.newString(errorRecord(error))]),
         );
-      return deferred.handle.dup();
+      return undefined;
     },
     fetchAbort(idHandle) {
       const id = integerArg(ctx, idHandle, "fetch id", 1, Number.MAX_SAFE_INTEGER);
