@@ -10,7 +10,7 @@ import bridge from "scriptbox:bridge";
 import * as intrinsics from "./intrinsics.js";
 import { defineProperty, freeze, jsonStringify, objectKeys } from "./intrinsics.js";
 import { installLazyGlobals } from "./lazy-globals.js";
-import { importPublicModule, registerModule, requireModule } from "./modules.js";
+import { importPublicModule, registerModule, requireModule, takeUsed } from "./modules.js";
 import type * as Timers from "../timers/index.js";
 import type * as Marshal from "../marshal/index.js";
 
@@ -59,4 +59,8 @@ export const hooks = freeze({
   stringify: jsonStringify,
   /** A plugin module's export names, as JSON. */
   exportNames: (namespace: object) => jsonStringify(objectKeys(namespace)),
+  /** Loads a guest module ahead of use (spare realms, while the worker is idle). */
+  preload: (name: string) => void requireModule(`scriptbox:${name}`),
+  /** The guest modules required since the last call, as JSON (for the host's usage statistics). */
+  usedModules: () => jsonStringify(takeUsed()),
 });

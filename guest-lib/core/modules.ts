@@ -48,7 +48,20 @@ export function registerModule(name: string, exports: unknown): void {
   cache.set(name, exports);
 }
 
+/** Modules required since the last takeUsed(): what a run actually touched, loaded before or not. */
+const used = new MapCtor<string, true>();
+
+export function takeUsed(): string[] {
+  const names: string[] = [];
+  used.forEach((_value, name) => {
+    names[names.length] = name;
+  });
+  used.clear();
+  return names;
+}
+
 export function requireModule(name: string): unknown {
+  used.set(name, true);
   const cached = cache.get(name);
   if (cached !== undefined) return cached;
   if (typeof name !== "string" || name.slice(0, 10) !== "scriptbox:") throw new TypeErrorCtor(`unknown internal module ${String(name)}`);

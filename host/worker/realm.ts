@@ -45,6 +45,8 @@ interface Hooks {
   makeError: QuickJSHandle;
   stringify: QuickJSHandle;
   exportNames: QuickJSHandle;
+  preload: QuickJSHandle;
+  usedModules: QuickJSHandle;
 }
 
 /** A run's value as the host holds it: read directly (primitives) or encoded by the guest. */
@@ -110,6 +112,8 @@ export class Realm {
       makeError: hook("makeError"),
       stringify: hook("stringify"),
       exportNames: hook("exportNames"),
+      preload: hook("preload"),
+      usedModules: hook("usedModules"),
     };
     for (const handle of [hooks, exports, require, factory, bridge]) handle.dispose();
   }
@@ -158,6 +162,48 @@ export class Realm {
     const source = this.services.bundle.source(name);
     if (source === undefined || name === "core") throw new TypeError(`no guest module named ${name}`);
     return this.context.evalCode(source, `scriptbox:${name}`).unwrap();
+  }
+
+  /** A fixed budget for our own code run outside any activation (preloading, statistics). */
+  private ownCode<T>(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, use: (value: QuickJSHandle) => T): T | undefined {
+    if (this.activation || !this.alive) return undefined;
+    const budget = { wallDeadline: performance.now() + 5_000, cpuRemainingMs: () => 2_000, chargeCpu: () => undefined };
+    try {
+      const result = this.guard.enter(budget, fn);
+      if (result.error) {
+        result.error.dispose();
+        return undefined;
+      }
+      try {
+        return use(result.value!);
+      } finally {
+        result.value!.dispose();
+      }
+    } finally {
+      this.guard.reset();
+    }
+  }
+
+  /**
+   * Loads guest modules before any script runs in this realm. A failure only means the
+   * module loads later, when a script needs it.
+   */
+  preload(names: string[]): void {
+    for (const name of names) {
+      const nameHandle = this.context.newString(name);
+      this.ownCode(() => this.context.callFunction(this.hooks.preload, this.context.undefined, nameHandle), () => undefined);
+      nameHandle.dispose();
+    }
+    this.usedModules(); // preloading is not use
+  }
+
+  /** The guest modules required since the last call (names without the "scriptbox:" prefix). */
+  usedModules(): string[] {
+    const names = this.ownCode(
+      () => this.context.callFunction(this.hooks.usedModules, this.context.undefined),
+      (value) => JSON.parse(this.context.getString(value)) as string[],
+    );
+    return (names ?? []).map((name) => name.replace(/^scriptbox:/, ""));
   }
 
   // ---- activations ----------------------------------------------------------------------

@@ -10,8 +10,11 @@ import type { LogEntry } from "../types.js";
 import type { GuestBundle } from "./guest-bundle.js";
 import type { WatchdogSlot } from "./guard.js";
 import { Realm, type RealmServices } from "./realm.js";
+import type { ModuleUsage } from "./module-usage.js";
 
 export interface SandboxHost {
+  /** Modules recent runs in this worker loaded: spare realms load them ahead of time. */
+  readonly moduleUsage: ModuleUsage;
   emitLog(sandboxId: number, entry: LogEntry): void;
   onPoisoned(sandbox: WorkerSandbox): void;
   /** A fresh engine instance (and its rejection tracking) of the same variant and size. */
@@ -91,7 +94,10 @@ export class WorkerSandbox implements RealmServices {
 
   /** Builds the spare realm now (off the request path) if there is none. */
   prepareSpare(): void {
-    if (this.alive && this.spare === null) this.spare = new Realm(this);
+    if (!this.alive || this.spare !== null) return;
+    const realm = new Realm(this);
+    realm.preload(this.host.moduleUsage.popular());
+    this.spare = realm;
   }
 
   configure(id: number, config: SandboxConfig): void {
@@ -181,6 +187,7 @@ export class WorkerSandbox implements RealmServices {
     try {
       return await realm.run(code, filename, input);
     } finally {
+      if (realm.alive && realm.freeable) this.host.moduleUsage.record(realm.usedModules());
       this.running.delete(realm);
       // Freed after the answer has gone out: freeing is not on the caller's clock.
       this.toFree.add(realm);

@@ -15,6 +15,7 @@ import type { LogEntry } from "../types.js";
 import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
 import { WorkerSandbox } from "./sandbox.js";
+import { ModuleUsage } from "./module-usage.js";
 
 /** How long the pool waits before building new engines (recycled ones may refill it first). */
 const REFILL_DELAY_MS = 15;
@@ -31,6 +32,7 @@ export class WorkerHost {
   /** Why sandboxes that failed on their own (outside a request) are gone. */
   private readonly tombstones = new Map<number, string>();
   private refilling = false;
+  private readonly moduleUsage = new ModuleUsage();
 
   constructor(private readonly init: WorkerInit, private readonly port: MessagePort) {
     this.watchdog = new WatchdogSlot(init.watchdog);
@@ -43,6 +45,7 @@ export class WorkerHost {
   async newSandbox(variant: EngineVariantName, memoryBytes: number): Promise<WorkerSandbox> {
     const { engine, tracking } = await this.newEngine(variant, memoryBytes);
     return new WorkerSandbox(engine, tracking, this.bundle, this.watchdog, {
+      moduleUsage: this.moduleUsage,
       emitLog: (sandboxId: number, entry: LogEntry) => this.post({ type: "log", sandboxId, entry }),
       onPoisoned: (sandbox: WorkerSandbox) => {
         const sandboxId = sandbox.sandboxId;

@@ -32,9 +32,14 @@ describe("scripts that break their own realm", () => {
   });
 
   it("a builtin locked beyond repair gives a guest-side error that says what broke", async () => {
-    const result = await runScript(`
+    // A worker of its own, with no history: no guest module is preloaded into the realm
+    // (see ModuleUsage), so the marshal module really loads after the script's damage.
+    const result = await runScript(
+      `
       Object.defineProperty(Function.prototype, "call", { value: null, writable: false, configurable: false });
-      export default () => ({ needs: "the marshal module" });`);
+      export default () => ({ needs: "the marshal module" });`,
+      { isolate: true },
+    );
     expect(result.ok).toBe(false);
     if (!result.ok) {
       expect(result.error.kind).toBe("script");
