@@ -213,3 +213,29 @@ describe("disposing", () => {
     await sandbox.dispose(); // twice is fine
   });
 });
+
+describe("wallTimeMs and fetches in flight", () => {
+  it("cancels a pending fetch when the run's wall time runs out: the server sees its socket close", async () => {
+    const { createServer } = await import("node:http");
+    let closed!: () => void;
+    const socketClosed = new Promise<void>((resolve) => (closed = resolve));
+    const server = createServer((request, response) => {
+      response.writeHead(200, { "content-type": "text/plain" });
+      response.write("first chunk, then nothing");
+      request.socket.on("close", () => closed());
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    try {
+      await withSandbox({ net: { allow: [`127.0.0.1:${port}`] }, limits: { wallTimeMs: 300, fetchTimeoutMs: 60_000 } }, async (sandbox) => {
+        const result = await sandbox.run(`export default async () => (await fetch("http://127.0.0.1:${port}/slow")).text()`);
+        expect(result).toMatchObject({ ok: false, error: { kind: "timeout", message: "wallTimeMs limit (300 ms) exceeded" } });
+        await socketClosed; // resolves only when the host destroyed the connection
+        await stillServes(sandbox);
+      });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
