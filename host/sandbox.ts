@@ -51,7 +51,7 @@ export class Sandbox {
   readonly #plugins = new Set<Plugin>();
   #disposed: string | null = null;
 
-  private constructor(pool: WorkerPool, connection: WorkerConnection, id: number, created: Promise<unknown>, limits: Sandbox["limits"]) {
+  private constructor(pool: WorkerPool, connection: WorkerConnection, id: number, created: Promise<unknown>, limits: { cpuTimeMs: number; wallTimeMs: number; memoryBytes: number }) {
     this.#pool = pool;
     this.#connection = connection;
     this.#id = id;
@@ -75,10 +75,6 @@ export class Sandbox {
     created.catch(() => undefined);
     sandboxRef.sandbox = new Sandbox(pool, connection, id, created, config.limits);
     return sandboxRef.sandbox;
-  }
-
-  private get limits() {
-    return this.#limits;
   }
 
   get disposed(): boolean {

@@ -10,7 +10,7 @@ export class StackMapper {
   private readonly traceMap: TraceMap;
   private readonly pattern: RegExp;
 
-  constructor(private readonly filename: string, sourceMap: string) {
+  constructor(filename: string, sourceMap: string) {
     this.traceMap = new TraceMap(sourceMap);
     this.pattern = new RegExp(`${escapeRegExp(filename)}:(\\d+):(\\d+)`, "g");
   }

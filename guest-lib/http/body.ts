@@ -6,7 +6,6 @@ import { FormData, encodeMultipart, isFormData, parseMultipart, parseUrlencoded 
 import type { Headers } from "./headers";
 import {
   ArrayBufferCtor,
-  PromiseCtor,
   TypeErrorCtor,
   Uint8ArrayCtor,
   copyBufferSource,

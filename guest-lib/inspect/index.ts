@@ -50,17 +50,17 @@ function constructorName(value: object): string | null {
 
 export function inspect(value: unknown, options: InspectOptions = {}): string {
   const depth = typeof options.depth === "number" ? options.depth : options.depth === null ? Infinity : 2;
-  return formatValue({ depth, seen: [], circular: new Map(), indentationLvl: 0, currentDepth: 0 }, value, 0, false);
+  return formatValue({ depth, seen: [], circular: new Map(), indentationLvl: 0, currentDepth: 0 }, value, 0);
 }
 
-function formatValue(ctx: Context, value: unknown, recurseTimes: number, typedArray: boolean): string {
+function formatValue(ctx: Context, value: unknown, recurseTimes: number): string {
   if (typeof value !== "object" && typeof value !== "function") return formatPrimitive(value);
   if (value === null) return "null";
   const object = value as object;
   const custom = safe(() => (object as Record<symbol, unknown>)[customInspect], undefined);
   if (typeof custom === "function") {
     const result = custom.call(object, ctx.depth - recurseTimes, { depth: ctx.depth }, inspect);
-    if (result !== object) return typeof result === "string" ? result : formatValue(ctx, result, recurseTimes, false);
+    if (result !== object) return typeof result === "string" ? result : formatValue(ctx, result, recurseTimes);
   }
   if (ctx.seen.indexOf(object) !== -1) {
     let index = ctx.circular.get(object);
@@ -70,7 +70,7 @@ function formatValue(ctx: Context, value: unknown, recurseTimes: number, typedAr
     }
     return `[Circular *${index}]`;
   }
-  return formatRaw(ctx, object, recurseTimes, typedArray);
+  return formatRaw(ctx, object, recurseTimes);
 }
 
 function formatPrimitive(value: unknown): string {
@@ -92,7 +92,7 @@ function formatPrimitive(value: unknown): string {
 
 type Braces = [string, string];
 
-function formatRaw(ctx: Context, value: object, recurseTimes: number, typedArray: boolean): string {
+function formatRaw(ctx: Context, value: object, recurseTimes: number): string {
   const ctor = constructorName(value);
   const tag = safe(() => (value as Record<symbol, unknown>)[Symbol.toStringTag], undefined);
   const tagSuffix = typeof tag === "string" && tag !== "" && tag !== ctor ? ` [${tag}]` : "";
@@ -234,7 +234,7 @@ function formatProperty(ctx: Context, value: object, recurseTimes: number, key: 
     text = "undefined";
   } else if ("value" in descriptor) {
     ctx.indentationLvl += 2;
-    text = formatValue(ctx, descriptor.value, recurseTimes + 1, false);
+    text = formatValue(ctx, descriptor.value, recurseTimes + 1);
     ctx.indentationLvl -= 2;
   } else {
     text = descriptor.get ? (descriptor.set ? "[Getter/Setter]" : "[Getter]") : descriptor.set ? "[Setter]" : "undefined";
@@ -276,7 +276,7 @@ function formatMap(ctx: Context, map: Map<unknown, unknown>, recurseTimes: numbe
   ctx.indentationLvl += 2;
   for (const [key, value] of map) {
     if (output.length >= MAX_ARRAY_LENGTH) break;
-    output.push(`${formatValue(ctx, key, recurseTimes + 1, false)} => ${formatValue(ctx, value, recurseTimes + 1, false)}`);
+    output.push(`${formatValue(ctx, key, recurseTimes + 1)} => ${formatValue(ctx, value, recurseTimes + 1)}`);
   }
   ctx.indentationLvl -= 2;
   if (map.size > MAX_ARRAY_LENGTH) output.push(`... ${map.size - MAX_ARRAY_LENGTH} more items`);
@@ -288,7 +288,7 @@ function formatSet(ctx: Context, set: Set<unknown>, recurseTimes: number): strin
   ctx.indentationLvl += 2;
   for (const value of set) {
     if (output.length >= MAX_ARRAY_LENGTH) break;
-    output.push(formatValue(ctx, value, recurseTimes + 1, false));
+    output.push(formatValue(ctx, value, recurseTimes + 1));
   }
   ctx.indentationLvl -= 2;
   if (set.size > MAX_ARRAY_LENGTH) output.push(`... ${set.size - MAX_ARRAY_LENGTH} more items`);
@@ -308,7 +308,7 @@ function formatWebObject(ctx: Context, value: object, recurseTimes: number): str
   try {
     if (ENTRY_LISTS.has(tag)) {
       for (const [key, item] of value as Iterable<[string, unknown]>) {
-        output.push(`${formatKey(key)}: ${formatValue(ctx, item, recurseTimes + 1, false)}`);
+        output.push(`${formatKey(key)}: ${formatValue(ctx, item, recurseTimes + 1)}`);
       }
       return output;
     }
@@ -320,7 +320,7 @@ function formatWebObject(ctx: Context, value: object, recurseTimes: number): str
         seen.add(key);
         const item = safe(() => (value as Record<string, unknown>)[key], undefined);
         if (typeof item === "function") continue;
-        output.push(`${formatKey(key)}: ${formatValue(ctx, item, recurseTimes + 1, false)}`);
+        output.push(`${formatKey(key)}: ${formatValue(ctx, item, recurseTimes + 1)}`);
       }
     }
     return output;
@@ -333,7 +333,7 @@ function formatPromise(ctx: Context, promise: Promise<unknown>, recurseTimes: nu
   const [state, result] = bridge.promiseState(promise);
   if (state === "pending") return ["<pending>"];
   ctx.indentationLvl += 2;
-  const text = formatValue(ctx, result, recurseTimes + 1, false);
+  const text = formatValue(ctx, result, recurseTimes + 1);
   ctx.indentationLvl -= 2;
   return [state === "rejected" ? `<rejected> ${text}` : text];
 }

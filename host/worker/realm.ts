@@ -74,8 +74,7 @@ export class Realm {
   private finish: ((outcome: ActivationOutcome) => void) | null = null;
   private wallTimer: NodeJS.Timeout | null = null;
   private draining = false;
-  /** Set while the job queue is being pumped: an interrupt there can leave QuickJS unfreeable. */
-  private pumpingJobs = false;
+  /** An interrupt while the job queue was pumped can leave QuickJS unable to free the realm. */
   private interruptedInJobs = false;
   private dead: string | null = null;
   /** A loaded plugin's module namespace. */
@@ -470,12 +469,9 @@ export class Realm {
         if (this.runtime.hasPendingJob()) {
           let jobs;
           try {
-            this.pumpingJobs = true;
             jobs = this.guard.enter(activation, () => executePendingJobs(this.services.engine, this.runtime, this.context));
           } catch (error) {
             throw this.poison(error);
-          } finally {
-            this.pumpingJobs = false;
           }
           if (this.guard.interruptedBy !== null) this.interruptedInJobs = true;
           if (jobs.error) {
@@ -495,7 +491,7 @@ export class Realm {
             this.main = null;
             this.forgetUnhandled(this.valueBits(promise));
             promise.dispose();
-            if (state.type === "fulfilled") this.guardedContinuation(() => then(state.value));
+            if (state.type === "fulfilled") then(state.value);
             else this.failWithGuestError(state.error, null);
             continue;
           }
@@ -505,10 +501,6 @@ export class Realm {
     } finally {
       this.draining = false;
     }
-  }
-
-  private guardedContinuation(fn: () => void): void {
-    fn();
   }
 
   private settleIfDone(): void {
