@@ -47,6 +47,8 @@ export type WorkerMessage =
   | { type: "ready" };
 
 export interface WorkerInit {
+  /** The channel both ways (a MessagePort, so the embedder can take replies synchronously). */
+  port: import("node:worker_threads").MessagePort;
   wasmModules: Partial<Record<EngineVariantName, WebAssembly.Module>>;
   /** Shared with the embedder's watchdog: [deadline (epoch ms, 0 = not in guest code), sandboxId]. */
   watchdog: SharedArrayBuffer;

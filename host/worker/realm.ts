@@ -76,6 +76,7 @@ export class Realm {
   private draining = false;
   /** An interrupt while the job queue was pumped can leave QuickJS unable to free the realm. */
   private interruptedInJobs = false;
+  private stackBytes = -1;
   private dead: string | null = null;
   /** A loaded plugin's module namespace. */
   private namespace: QuickJSHandle | null = null;
@@ -296,7 +297,10 @@ export class Realm {
     const activation = new Activation(kind, config.limits, config.streamLogs ? (entry) => this.services.emitLog(entry) : null);
     this.activation = activation;
     this.guard.reset();
-    this.runtime.setMaxStackSize(config.limits.stackBytes);
+    if (this.stackBytes !== config.limits.stackBytes) {
+      this.stackBytes = config.limits.stackBytes;
+      this.runtime.setMaxStackSize(this.stackBytes);
+    }
     this.mainDone = false;
     this.main = null;
     this.result = undefined;

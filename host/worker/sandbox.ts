@@ -25,6 +25,8 @@ interface PluginSlot {
   realm: Realm;
   /** Calls on one plugin run one after another. */
   queue: Promise<unknown>;
+  /** Calls started and not yet finished. */
+  busy: number;
 }
 
 const STOPPING_KINDS = new Set(["cpu", "timeout", "memory", "limit"]);
@@ -199,7 +201,7 @@ export class WorkerSandbox implements RealmServices {
     const realm = await this.acquireRealm();
     if (!(realm instanceof Realm)) return realm;
     const outcome = await realm.load(code, filename);
-    if (outcome.ok && realm.alive) this.plugins.set(pluginId, { realm, queue: Promise.resolve() });
+    if (outcome.ok && realm.alive) this.plugins.set(pluginId, { realm, queue: Promise.resolve(), busy: 0 });
     else this.disposeRealm(realm);
     return outcome;
   }
@@ -208,7 +210,7 @@ export class WorkerSandbox implements RealmServices {
     const slot = this.plugins.get(pluginId);
     if (!this.alive) return Promise.resolve(failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!));
     if (!slot) return Promise.resolve(failedOutcome("the plugin is not loaded (it was unloaded, or stopped by a limit)"));
-    const result = slot.queue.then(async () => {
+    const callNow = async () => {
       const outcome = await slot.realm.call(name, args);
       // A limit stopped the plugin mid-flight: its state and job queue are torn, so it is
       // unloaded rather than called again in an unknown state.
@@ -217,8 +219,14 @@ export class WorkerSandbox implements RealmServices {
         return { ...outcome, error: { ...outcome.error, message: `${outcome.error.message}; the plugin was unloaded` } };
       }
       return outcome;
-    });
-    slot.queue = result.catch(() => undefined);
+    };
+    // Calls on one plugin run one after another; when none is in flight, at once.
+    const result = slot.busy ? slot.queue.then(callNow) : callNow();
+    slot.busy++;
+    slot.queue = result.then(
+      () => void slot.busy--,
+      () => void slot.busy--,
+    );
     return result;
   }
 
