@@ -15,7 +15,10 @@ const capture = (holder: object, keys: string) => {
   const names = keys.split(" ");
   for (let i = 0; i < names.length; i++) pristine[pristine.length] = [holder, names[i]!, getDescriptor(holder, names[i]!)!];
 };
-capture(globalThis, "Object Array Function Symbol Reflect Map Set WeakMap Promise JSON Error TypeError RangeError String Number Uint8Array ArrayBuffer Date Math");
+capture(
+  globalThis,
+  "Object Array Function Symbol Reflect Map Set WeakMap WeakSet Promise JSON Error TypeError RangeError String Number Boolean RegExp Uint8Array ArrayBuffer DataView Date Math parseInt parseFloat",
+);
 capture(Object, "defineProperty defineProperties getOwnPropertyDescriptor getOwnPropertyNames getOwnPropertySymbols getPrototypeOf setPrototypeOf create keys freeze assign");
 capture(Object.prototype, "hasOwnProperty toString");
 capture(Function.prototype, "call apply bind");

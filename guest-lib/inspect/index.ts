@@ -2,6 +2,7 @@
 // their stack, `Map(1) { 'a' => 1 }`, `<ref *1>` cycles, depth 2, lines broken at 80
 // columns with the innermost three levels kept on one line, numeric arrays in columns,
 // like Node's util.inspect defaults. Loaded only when a console call has an object.
+import { Map, Set, WeakMap, WeakSet, Promise, RegExp, Date, Error, ArrayBuffer, DataView, Uint8Array, Number, String, Boolean, Object, Array, Math, Symbol, JSON, Function, parseInt, parseFloat } from "./builtins.js";
 import bridge from "scriptbox:bridge";
 import { formatTable } from "./table.js";
 import { quoteString, formatKey, formatNumber } from "./primitives.js";

@@ -1,4 +1,5 @@
 // Quoting and escaping of strings, keys and numbers, as Node's util.inspect does.
+import { Object } from "./builtins.js";
 const ESCAPES: Record<string, string> = { "\n": "\\n", "\t": "\\t", "\r": "\\r", "\b": "\\b", "\f": "\\f", "\v": "\\v", "\\": "\\\\" };
 
 export function quoteString(value: string): string {

@@ -1,5 +1,6 @@
 // console.table: Node's box-drawing layout (index column, one column per key, a Values
 // column for primitive rows).
+import { Map, Set, Object, Array, Math, String } from "./builtins.js";
 export function formatTable(data: unknown, columnFilter: unknown, format: (value: unknown) => string): string {
   const rows: [string, unknown][] = [];
   let indexHeader = "(index)";
