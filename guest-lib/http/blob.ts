@@ -129,11 +129,18 @@ export class Blob {
   }
 }
 
-/** WebIDL [Clamp] long long. */
+/**
+ * WebIDL §3.2.4.4 [Clamp] long long: clamp to the range, then round to the nearest
+ * integer, ties to even (0.5 → 0, 1.5 → 2, 2.5 → 2), and -0 → +0.
+ */
 function clampLongLong(value: unknown): number {
   const n = Number(value);
   if (Number.isNaN(n)) return 0;
-  return Math.trunc(Math.min(Math.max(n, -Number.MAX_SAFE_INTEGER), Number.MAX_SAFE_INTEGER));
+  const x = Math.min(Math.max(n, -Number.MAX_SAFE_INTEGER), Number.MAX_SAFE_INTEGER);
+  const floor = Math.floor(x);
+  const diff = x - floor;
+  const rounded = diff < 0.5 ? floor : diff > 0.5 ? floor + 1 : floor % 2 === 0 ? floor : floor + 1;
+  return rounded + 0;
 }
 
 webidlInterface(Blob, 0);

@@ -1,22 +1,18 @@
-// Fetch §5.6 fetch(): the guest half. It builds and validates the request, answers data:
-// URLs itself, refuses other non-HTTP(S) schemes, and hands HTTP(S) requests to the host
-// transport as one record (plus body bytes), mapping the host's error records to the
-// exceptions the standard and our users expect.
+// Fetch §5.6 fetch(): the guest half. It builds and validates the request (Request
+// constructor rules) and hands it to the host, which checks the URL's scheme and port,
+// performs HTTP(S) requests over the sandbox transport and answers data: URLs back to us
+// to be decoded here. Error records from the host become the exceptions the standard and
+// our users expect.
 import bridge from "scriptbox:bridge";
 import { DOMException } from "scriptbox:web";
 import { processDataURL } from "./data-url";
 
-import { Request, type RequestOpts, plainGetForTransport, requestForTransport } from "./request";
-import { responseFromTransport, type Response } from "./response";
+import { Request, type RequestOpts, requestForTransport } from "./request";
+import { responseFromHead, type Response } from "./response";
 import { PromiseCtor, TypeErrorCtor, Uint8ArrayCtor, jsonParse, jsonStringify } from "./util";
 
 const addAbortAlgorithm = Symbol.for("scriptbox.addAbortAlgorithm");
 const ErrorCtor = Error;
-
-// Fetch §2.9 port blocking.
-const BAD_PORTS = new Set(
-  "0,1,7,9,11,13,15,17,19,20,21,22,23,25,37,42,43,53,69,77,79,87,95,101,102,103,104,109,110,111,113,115,117,119,123,135,137,139,143,161,179,389,427,465,512,513,514,515,526,530,531,532,540,548,554,556,563,587,601,636,989,990,993,995,1719,1720,1723,2049,3659,4045,4190,5060,5061,6000,6566,6665,6666,6667,6668,6669,6679,6697,10080".split(","),
-);
 
 let nextFetchId = 1;
 
@@ -51,65 +47,59 @@ function transportError(error: unknown, signal: Signal | null): unknown {
   }
 }
 
+/** Fetch §4.2 scheme fetch for data: URLs: the host hands the URL back, we decode it. */
+function dataResponse(href: string, method: string): Response {
+  const [contentType, bytes] = processDataURL(href);
+  // Fetch §4.1 main fetch step 22: a HEAD response has a null body.
+  return responseFromHead(`200\nOK\n0\n${href}\ncontent-type\n${contentType}`, method === "HEAD" ? null : bytes);
+}
+
 export function fetch(input: Request | string, init?: RequestOpts): Promise<Response> {
   return new PromiseCtor<Response>((resolve, reject) => {
-    // The common `fetch(url)`: no Request object to build (see plainGetForTransport).
-    const { url, method, headers, redirect, body, signal } =
-      typeof input === "string" && init === undefined ? plainGetForTransport(input) : requestForTransport(new Request(input, init));
-    const abortable = signal as unknown as Signal | null;
-    if (abortable && abortable.aborted) return reject(abortable.reason);
-    const hash = url.indexOf("#");
-    const target = hash < 0 ? url : url.slice(0, hash);
-    const scheme = target.slice(0, target.indexOf(":") + 1);
-    if (scheme === "data:") {
-      const [contentType, bytes] = processDataURL(target);
-      const record = { status: 200, statusText: "OK", headers: [["content-type", contentType]] as [string, string][], url: target, redirected: false };
-      return resolve(responseFromTransport(record, bytes));
+    let url: string;
+    let method = "GET";
+    let requestInit: string | null = null;
+    let buffer: ArrayBuffer | null = null;
+    let abortable: Signal | null = null;
+    if (typeof input === "string" && init === undefined) {
+      // The common `fetch(url)`: no Request object to build. The host parses the URL
+      // against the sandbox's location with the same URL standard and applies the Request
+      // constructor's URL rules (a TypeError for an invalid URL or one with credentials).
+      url = input;
+    } else {
+      const request = requestForTransport(new Request(input, init));
+      abortable = request.signal as unknown as Signal | null;
+      if (abortable && abortable.aborted) return reject(abortable.reason);
+      url = request.url;
+      method = request.method;
+      if (request.method !== "GET" || request.headers.length > 0 || request.redirect !== "follow") {
+        requestInit = jsonStringify({ method: request.method, headers: request.headers, redirect: request.redirect });
+      }
+      const body = request.body;
+      if (body) {
+        buffer = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? (body.buffer as ArrayBuffer) : body.slice().buffer;
+      }
     }
-    if (scheme !== "http:" && scheme !== "https:") {
-      throw new TypeErrorCtor(`fetch: the ${scheme} scheme is not supported (only http:, https: and data:)`);
-    }
-    const port = /^https?:\/\/(?:\[[^\]]*\]|[^/:]*)(?::(\d+))?/.exec(target)![1];
-    if (port !== undefined && BAD_PORTS.has(port)) throw new TypeErrorCtor(`fetch: port ${port} is blocked (Fetch §2.9 bad ports)`);
 
     const id = nextFetchId++;
     let settled = false;
     let removeAbort: (() => void) | null = null;
+    const dataURL = bridge.fetch(url, requestInit, buffer, id, (headOrError: string, body?: ArrayBuffer) => {
+      if (settled) return;
+      settled = true;
+      if (removeAbort) removeAbort();
+      if (body === undefined) reject(transportError(headOrError, abortable));
+      else resolve(responseFromHead(headOrError, new Uint8ArrayCtor(body)));
+    });
+    if (dataURL !== undefined) return resolve(dataResponse(dataURL, method));
     if (abortable) {
-      removeAbort = abortable[addAbortAlgorithm](() => {
+      const signal = abortable;
+      removeAbort = signal[addAbortAlgorithm](() => {
         if (settled) return;
         settled = true;
         bridge.fetchAbort(id);
-        reject(abortable.reason);
+        reject(signal.reason);
       });
     }
-    let buffer: ArrayBuffer | null = null;
-    if (body) {
-      buffer = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? (body.buffer as ArrayBuffer) : body.slice().buffer;
-    }
-    // (A plain GET's record is written directly: this runs on every fetch.)
-    const record =
-      method === "GET" && headers.length === 0 && redirect === "follow"
-        ? `{"url":${jsonStringify(target)},"method":"GET","headers":[],"redirect":"follow"}`
-        : jsonStringify({ url: target, method, headers, redirect });
-    bridge.fetch(
-      record,
-      buffer,
-      id,
-      (responseJson, responseBody) => {
-        if (settled) return;
-        settled = true;
-        if (removeAbort) removeAbort();
-        resolve(responseFromTransport(jsonParse(responseJson), new Uint8ArrayCtor(responseBody)));
-      },
-      (error) => {
-        if (settled) return;
-        settled = true;
-        if (removeAbort) removeAbort();
-        reject(transportError(error, abortable));
-      },
-    );
   });
 }
-
-

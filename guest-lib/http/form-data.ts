@@ -1,12 +1,16 @@
 // XHR §4 FormData, and the two encodings bodies use for it: multipart/form-data (HTML
 // §4.10.21.8) to send, and both form encodings to read back in Body.formData().
-import { URLSearchParams } from "scriptbox:web";
-import { Blob, File, blobBytes, createFile, decoder, encoder, isBlob } from "./blob";
+import { TextDecoder, URLSearchParams } from "scriptbox:web";
+import { Blob, File, blobBytes, createFile, encoder, isBlob } from "./blob";
 import { definePairIterable } from "./iterator";
 import { TypeErrorCtor, binaryToBytes, bytesToBinary, concatBytes, mathRandom, toStringValue, webidlInterface } from "./util";
 
 type Entry = [string, string | File];
 type FormDataEntryValue = string | File;
+
+// Both form parsers decode with "UTF-8 decode without BOM" (Fetch §5.1 formData(), URL
+// §5.1 application/x-www-form-urlencoded parser): a leading U+FEFF is kept, not stripped.
+const keepBOM = new TextDecoder("utf-8", { ignoreBOM: true });
 
 let entriesOf: (formData: FormData) => Entry[];
 
@@ -111,7 +115,9 @@ export function encodeMultipart(formData: FormData): [Uint8Array, string] {
 /** Parses an application/x-www-form-urlencoded body into a FormData. */
 export function parseUrlencoded(bytes: Uint8Array): FormData {
   const formData = new FormData();
-  for (const [name, value] of new URLSearchParams(decoder.decode(bytes))) formData.append(name, value);
+  // The body parser, unlike the URLSearchParams constructor, keeps a leading "?" (a leading
+  // "&" only adds an empty sequence, which the parser skips).
+  for (const [name, value] of new URLSearchParams(`&${keepBOM.decode(bytes)}`)) formData.append(name, value);
   return formData;
 }
 
@@ -138,12 +144,12 @@ export function parseMultipart(bytes: Uint8Array, boundary: string): FormData {
     if (headerEnd < 0) throw invalidMultipart();
     let name: string | null = null;
     let filename: string | null = null;
-    let contentType = "";
+    let contentType: string | null = null;
     for (const line of binary.slice(pos, headerEnd).split("\r\n")) {
       const colon = line.indexOf(":");
       if (colon < 0) throw invalidMultipart();
       const field = line.slice(0, colon).trim().toLowerCase();
-      const value = decoder.decode(binaryToBytes(line.slice(colon + 1).trim()));
+      const value = keepBOM.decode(binaryToBytes(line.slice(colon + 1).trim()));
       if (field === "content-disposition") {
         if (!/^form-data\s*(;|$)/i.test(value)) throw invalidMultipart();
         name = dispositionParam(value, "name");
@@ -155,8 +161,9 @@ export function parseMultipart(bytes: Uint8Array, boundary: string): FormData {
     const next = binary.indexOf(`\r\n${delimiter}`, bodyStart);
     if (next < 0) throw invalidMultipart();
     const content = bytes.slice(bodyStart, next);
-    if (filename !== null) formData.append(name, createFile(content, filename, contentType));
-    else formData.append(name, decoder.decode(content));
+    // A file part without Content-Type is text/plain (Fetch "multipart/form-data parser").
+    if (filename !== null) formData.append(name, createFile(content, filename, contentType ?? "text/plain"));
+    else formData.append(name, keepBOM.decode(content));
     pos = next + 2;
   }
 }

@@ -183,15 +183,12 @@ export function headerPairs(headers: Headers): [string, string][] {
   return out;
 }
 
-/** Builds a Headers from trusted, already valid pairs (the transport's response). */
-export function headersFromPairs(pairs: [string, string][], guard: number): Headers {
+/** A Headers over a trusted header list (lower-case names, valid values: the transport's answer). */
+export function headersFromList(list: string[], guard: number): Headers {
   const headers = new Headers();
-  const list = headersList(headers);
-  // Indexed, not for-of with destructuring: ~4x faster in QuickJS, and this runs per response.
-  for (let i = 0; i < pairs.length; i++) {
-    const pair = pairs[i]!;
-    list.push(pair[0].toLowerCase(), pair[1]);
-  }
+  const own = headersList(headers);
+  // Indexed: for-of is several times slower in QuickJS, and this runs per response read.
+  for (let i = 0; i < list.length; i++) own.push(list[i]!);
   setGuard(headers, guard);
   return headers;
 }

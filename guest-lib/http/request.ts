@@ -6,7 +6,7 @@ import { AbortController, AbortSignal } from "scriptbox:web";
 import { type Blob, createBlob } from "./blob";
 import { type BodyInit, type BodyState, bodyBytes, bodyStates, cloneBodyState, installBody, newBodyState } from "./body";
 import { Headers, type HeadersInit, fillHeaders, headerPairs } from "./headers";
-import { parseHref, parseURL } from "./url";
+import { locationOrigin, parseHref, parseURL } from "./url";
 import { TypeErrorCtor, isToken, toByteString, toDictionary, toEnum, toStringValue, webidlInterface } from "./util";
 
 export interface RequestOpts {
@@ -107,8 +107,11 @@ export class Request {
     if (referrer !== undefined) {
       if (referrer === "") slots.referrer = "";
       else {
-        const parsed = parseHref(referrer, "Request referrer");
-        slots.referrer = parsed === "about:client" ? "about:client" : parsed;
+        const parsed = parseURL(referrer, "Request referrer");
+        // Fetch §5.4 step 15.3.3: about:client, or a URL not same origin with the
+        // environment (the location option's origin, when there is one), is "client".
+        const origin = locationOrigin();
+        slots.referrer = parsed.href === "about:client" || (origin !== null && parsed.origin !== origin) ? "about:client" : parsed.href;
       }
     }
     if (mode === "navigate") throw new TypeErrorCtor('Request: mode cannot be "navigate"');
@@ -233,10 +236,6 @@ webidlInterface(Request, 1);
  * would give (same URL parsing and errors; GET, no headers, no body, no signal), without
  * building the Request object a script never sees.
  */
-export function plainGetForTransport(input: string) {
-  return { url: requestURL(input), method: "GET", headers: [] as [string, string][], redirect: "follow" as const, body: null, signal: null };
-}
-
 export function requestForTransport(request: Request) {
   const slots = slotsOf(request);
   const body = slots.body.data === null ? null : bodyBytes(slots.body);

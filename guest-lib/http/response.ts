@@ -3,7 +3,7 @@
 // the Fetch standard: status 200, statusText "", Response.redirect status 302.
 import { AbortSignal } from "scriptbox:web";
 import { type BodyInit, type BodyState, bodyStates, cloneBodyState, installBody, newBodyState } from "./body";
-import { Headers, type HeadersInit, IMMUTABLE, fillHeaders, guardOf, headersFromPairs, setGuard } from "./headers";
+import { Headers, type HeadersInit, IMMUTABLE, fillHeaders, guardOf, headersFromList, setGuard } from "./headers";
 import { parseURL, withoutFragment } from "./url";
 import {
   RangeErrorCtor,
@@ -32,7 +32,10 @@ interface ResponseSlots {
   type: ResponseType;
   status: number;
   statusText: string;
-  headers: Headers;
+  /** Null until first needed for a transport response, whose header list waits in `head`. */
+  headers: Headers | null;
+  /** The transport's answer split into lines (see responseFromHead), or null. */
+  head: string[] | null;
   url: string;
   redirected: boolean;
   body: BodyState;
@@ -73,7 +76,7 @@ export class Response {
   static error(): Response {
     const headers = new Headers();
     setGuard(headers, IMMUTABLE);
-    return create({ type: "error", status: 0, statusText: "", headers, url: "", redirected: false, body: newBodyState(null, headers) });
+    return create({ type: "error", status: 0, statusText: "", headers, head: null, url: "", redirected: false, body: newBodyState(null, headers) });
   }
 
   static redirect(url: string, status: number = 302): Response {
@@ -82,7 +85,7 @@ export class Response {
     if (!REDIRECT_STATUS.includes(code)) throw new RangeErrorCtor(`Response.redirect: ${code} is not a redirect status`);
     const headers = new Headers([["location", location]]);
     setGuard(headers, IMMUTABLE);
-    return create({ type: "basic", status: code, statusText: "", headers, url: "", redirected: false, body: newBodyState(null, headers) });
+    return create({ type: "basic", status: code, statusText: "", headers, head: null, url: "", redirected: false, body: newBodyState(null, headers) });
   }
 
   static json(data: unknown, init?: ResponseInit): Response {
@@ -114,7 +117,7 @@ export class Response {
     return this.#slots.statusText;
   }
   get headers(): Headers {
-    return this.#slots.headers;
+    return headersOf(this.#slots);
   }
   /** Always null: bodies are whole values here, read with text(), json(), arrayBuffer(), blob(). */
   get body(): null {
@@ -123,9 +126,10 @@ export class Response {
 
   clone(): Response {
     const slots = this.#slots;
-    const headers = new Headers(slots.headers);
-    setGuard(headers, guardOf(slots.headers));
-    return create({ ...slots, headers, body: cloneBodyState(slots.body, headers) });
+    const source = headersOf(slots);
+    const headers = new Headers(source);
+    setGuard(headers, guardOf(source));
+    return create({ ...slots, headers, head: null, body: cloneBodyState(slots.body, headers) });
   }
 }
 
@@ -148,28 +152,44 @@ function initialize(init: unknown): [ResponseSlots, AbortSignal | null] {
   if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(statusText)) throw new TypeErrorCtor(`Response: invalid statusText ${JSON.stringify(statusText)}`);
   const headers = new Headers();
   if (headersInit !== undefined) fillHeaders(headers, headersInit);
-  const slots: ResponseSlots = { type: "basic", status, statusText, headers, url, redirected: false, body: null as unknown as BodyState };
+  const slots: ResponseSlots = { type: "basic", status, statusText, headers, head: null, url, redirected: false, body: null as unknown as BodyState };
   return [slots, (signal as AbortSignal | undefined) ?? null];
 }
 
-/** A Response from the transport's answer: trusted values, immutable headers. */
-export function responseFromTransport(record: {
-  status: number;
-  statusText: string;
-  headers: [string, string][];
-  url: string;
-  redirected: boolean;
-}, body: Uint8Array | null): Response {
-  const headers = headersFromPairs(record.headers, IMMUTABLE);
-  const state = newBodyState(null, headers);
-  if (body && body.length && !NULL_BODY_STATUS.includes(record.status)) state.data = body;
-  return create({
+/** The headers of a response, built from the transport's header lines on first use. */
+function headersOf(slots: ResponseSlots): Headers {
+  if (slots.headers === null) slots.headers = headersFromList(slots.head!.slice(4), IMMUTABLE);
+  return slots.headers;
+}
+
+/**
+ * A Response from the transport's answer, `head`: lines of status, statusText, "1" when
+ * redirected (else "0"), the final URL, then a name line (lower-case) and a value line per
+ * header. The host guarantees that none of them contains a line break. Most scripts never
+ * look at the headers of most responses, so the Headers object is built when first read.
+ */
+export function responseFromHead(head: string, body: Uint8Array | null): Response {
+  const lines = head.split("\n");
+  const status = +lines[0]!;
+  const slots: ResponseSlots = {
     type: "basic",
-    status: record.status,
-    statusText: record.statusText,
-    headers,
-    url: record.url,
-    redirected: record.redirected,
-    body: state,
-  });
+    status,
+    statusText: lines[1]!,
+    headers: null,
+    head: lines,
+    url: lines[3]!,
+    redirected: lines[2] === "1",
+    body: null as unknown as BodyState,
+  };
+  const data = body && body.length && !NULL_BODY_STATUS.includes(status) ? body : null;
+  slots.body = {
+    data,
+    used: false,
+    shared: false,
+    signal: null,
+    get headers() {
+      return headersOf(slots);
+    },
+  };
+  return create(slots);
 }

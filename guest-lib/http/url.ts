@@ -44,6 +44,12 @@ export function parseURL(input: string, what: string): URL {
   return url;
 }
 
+/** The origin of the sandbox's location option (the environment's origin), or null without one. */
+export function locationOrigin(): string | null {
+  if (base === undefined) base = bridge.location();
+  return base === null ? null : new URL(base).origin;
+}
+
 /** The URL serialized without its fragment (Fetch stores request and response URLs so). */
 export function withoutFragment(url: URL): string {
   const href = url.href;

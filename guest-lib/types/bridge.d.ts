@@ -7,15 +7,23 @@
 // records cross as JSON text (guest JSON.stringify + host JSON.parse is the fastest path
 // measured, and it keeps lone surrogates and NULs intact).
 
-/** What guest `fetch` sends to the host transport (JSON text of this shape). */
-export interface TransportRequestRecord {
-  url: string; // absolute http: or https: URL, already parsed and serialised by the guest URL class
+/** The rest of a request besides its URL and body, as guest `fetch` sends it (JSON text of this shape). */
+export interface TransportRequestInit {
   method: string; // normalised, never CONNECT/TRACE/TRACK
   headers: [string, string][]; // validated names and values, in order
   redirect: "follow" | "manual" | "error";
 }
 
-/** What the host transport answers (JSON text of this shape, plus the body bytes). */
+/** A request as the host transport takes it. */
+export interface TransportRequestRecord extends TransportRequestInit {
+  url: string; // absolute http: or https: URL
+}
+
+/**
+ * What the host transport answers, plus the body bytes. It reaches the guest as a "head":
+ * lines of status, statusText, redirected ("1" or "0"), url, then a lower-case name line
+ * and a value line per header (see host/worker/bridge/fetch.ts responseHead).
+ */
 export interface TransportResponseRecord {
   status: number;
   statusText: string;
@@ -65,18 +73,23 @@ export interface Bridge {
   promiseState(promise: Promise<unknown>): ["pending", undefined] | ["fulfilled", unknown] | ["rejected", unknown];
 
   /**
-   * Performs an HTTP request on the host, then calls `onResponse(responseJson, bodyBytes)`
-   * or `onError(transportErrorRecordJson)` exactly once. `fetchId` is chosen by the guest
-   * (unique per context) so that `fetchAbort` can cancel it. (Callbacks rather than a
-   * promise made by the host: one engine call per answer instead of five.)
+   * Starts a fetch of `url`: the script's string as is (the host parses it against the
+   * location option), or a Request's serialized URL. `init` is a TransportRequestInit as
+   * JSON, or null for a plain GET that follows redirects. A URL that cannot be fetched
+   * throws a TypeError here; a data: URL returns its serialized form (fragment removed) for
+   * the guest to answer, and nothing is started. Otherwise the host performs the request
+   * and calls `onSettle(head, body)` (see TransportResponseRecord) or `onSettle(errorJson)`
+   * (a TransportErrorRecord) exactly once, and returns undefined. `fetchId` is chosen by
+   * the guest (unique per context) so that `fetchAbort` can cancel it. (A callback rather
+   * than a promise made by the host: one engine call per answer instead of five.)
    */
   fetch(
-    requestJson: string,
+    url: string,
+    init: string | null,
     body: ArrayBuffer | null,
     fetchId: number,
-    onResponse: (responseJson: string, body: ArrayBuffer) => void,
-    onError: (errorJson: string) => void,
-  ): void;
+    onSettle: (headOrErrorJson: string, body?: ArrayBuffer) => void,
+  ): string | undefined;
   /** Cancels a fetch started with `fetch`; unknown or finished ids are ignored. */
   fetchAbort(fetchId: number): void;
   /** The sandbox's `location` option (base for relative URLs), or null when none is set. */

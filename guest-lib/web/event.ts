@@ -25,6 +25,15 @@ const DISPATCHING = 16;
 // Filled by Event's static block: dispatch needs the event's internal slots.
 let eventSlots: (event: Event) => EventSlots;
 
+const isTrustedDescriptor: PropertyDescriptor = {
+  get: function isTrusted(this: Event): boolean {
+    return eventSlots(this).trusted; // TypeError when this is not an Event
+  },
+  enumerable: true,
+  configurable: false,
+};
+defineProperty(isTrustedDescriptor.get!, "name", { value: "get isTrusted" });
+
 interface EventSlots {
   flags: number;
   target: EventTarget | null;
@@ -52,6 +61,9 @@ export class Event {
     this.#bubbles = !!init.bubbles;
     this.#cancelable = !!init.cancelable;
     this.#composed = !!init.composed;
+    // DOM: isTrusted is [LegacyUnforgeable], so an own accessor of every event (the same
+    // getter for all), which a script can neither redefine nor shadow.
+    defineProperty(this, "isTrusted", isTrustedDescriptor);
   }
 
   get type(): string {
@@ -107,9 +119,6 @@ export class Event {
   get composed(): boolean {
     return this.#composed;
   }
-  get isTrusted(): boolean {
-    return this.#slots.trusted;
-  }
   get timeStamp(): number {
     return this.#timeStamp;
   }
@@ -124,6 +133,11 @@ export class Event {
 }
 
 webidlInterface(Event, 1);
+
+// Declared for TypeScript; defined on each instance by the constructor.
+export interface Event {
+  readonly isTrusted: boolean;
+}
 for (const [name, value] of [["NONE", NONE], ["CAPTURING_PHASE", CAPTURING_PHASE], ["AT_TARGET", AT_TARGET], ["BUBBLING_PHASE", BUBBLING_PHASE]] as const) {
   defineProperty(Event, name, { value, enumerable: true });
   defineProperty(Event.prototype, name, { value, enumerable: true });

@@ -19,8 +19,9 @@ import { sharedResolver, type HostResolver } from "./resolver.js";
 
 export class NetworkPolicyError extends Error {
   readonly type = "network-policy" as const;
-  constructor(detail: string) {
-    super(`network policy: ${detail}`);
+  /** `message` is the whole message already (a remembered refusal), not the detail. */
+  constructor(detail: string, whole = false) {
+    super(whole ? detail : `network policy: ${detail}`);
     this.name = "NetworkPolicyError";
   }
 }
@@ -45,9 +46,16 @@ export interface CheckedTarget extends RequestTarget {
   addresses: CanonicalAddress[];
 }
 
+/** How many host decisions a policy remembers (a script fetching from more hosts re-checks). */
+const DECISION_CACHE_SIZE = 256;
+
 export class NetworkPolicy {
   readonly entries: readonly AllowEntry[];
   readonly #resolver: HostResolver;
+  // The synchronous decision depends only on scheme, host and port, and the entries never
+  // change: remember it (allowed target or refusal message). Parsing and classifying an IP
+  // literal cost ~15 µs per request, a tenth of a small fetch's host time.
+  readonly #decisions = new Map<string, Readonly<RequestTarget> | string>();
 
   constructor(allow: readonly string[], resolver: HostResolver = sharedResolver()) {
     if (!Array.isArray(allow)) throw new TypeError("net.allow must be an array of strings");
@@ -56,7 +64,24 @@ export class NetworkPolicy {
   }
 
   /** The synchronous part of the check: scheme and host. Throws NetworkPolicyError. */
-  target(url: URL): RequestTarget {
+  target(url: URL): Readonly<RequestTarget> {
+    const key = `${url.protocol}//${url.hostname}:${url.port}`;
+    let decision = this.#decisions.get(key);
+    if (decision === undefined) {
+      try {
+        decision = Object.freeze(this.#decide(url));
+      } catch (error) {
+        if (!(error instanceof NetworkPolicyError)) throw error;
+        decision = error.message;
+      }
+      if (this.#decisions.size >= DECISION_CACHE_SIZE) this.#decisions.clear();
+      this.#decisions.set(key, decision);
+    }
+    if (typeof decision === "string") throw new NetworkPolicyError(decision, true);
+    return decision;
+  }
+
+  #decide(url: URL): RequestTarget {
     if (url.protocol !== "http:" && url.protocol !== "https:") {
       throw new NetworkPolicyError(`the ${JSON.stringify(url.protocol)} scheme is not allowed; only http: and https: URLs can be fetched`);
     }

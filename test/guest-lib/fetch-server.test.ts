@@ -10,6 +10,7 @@ let origin = "";
 let allow: { allow: string[] };
 let slowClosed: Promise<void>;
 let markSlowClosed: () => void;
+let requestsSeen = 0;
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -34,6 +35,11 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     res.writeHead(200, { "content-type": "text/plain" });
     res.write("partial");
     req.socket.on("close", () => markSlowClosed());
+  } else if (url.pathname === "/headers") {
+    res.setHeader("Content-Type", "text/csv; Charset=UTF-8");
+    res.setHeader("X-Mixed-Case", "kept as sent");
+    res.setHeader("set-cookie", ["one=1", "two=2"]);
+    res.end("a,b\n1,2\n");
   } else if (url.pathname === "/status") {
     res.statusCode = 418;
     res.statusMessage = "Teapot Here";
@@ -46,7 +52,10 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
 
 beforeAll(async () => {
   slowClosed = new Promise((resolve) => (markSlowClosed = resolve));
-  server = createServer((req, res) => void handle(req, res));
+  server = createServer((req, res) => {
+    requestsSeen++;
+    void handle(req, res);
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   origin = `http://127.0.0.1:${port}`;
@@ -146,6 +155,68 @@ describe("fetch against a local server", () => {
       { net: allow },
     );
     expect(v).toEqual(Array(6).fill("TypeError"));
+  });
+
+  test("Fetch §5.6 fetch(url): the host applies the Request constructor's URL rules to a plain string", async () => {
+    const hits = requestsSeen;
+    const v = await guest<unknown[]>(
+      `const reason = async (p) => { try { const r = await p; return "resolved " + r.url; } catch (e) { return e.name + ": " + e.message; } };
+      const port = new URL("${origin}").port;
+      return [
+        await reason(fetch("http://user:pw@127.0.0.1:" + port + "/echo")),
+        await reason(fetch("http://[::1")),
+        await reason(fetch("echo#fragment")),
+        await reason(fetch("  ${origin}/echo?q=1#frag  ")),
+        await reason(fetch("HTTP://127.0.0.1:" + port + "/./a/../echo")),
+        await reason(fetch("mailto:a@b.test")),
+        await reason(fetch("http://127.0.0.1:6000/")),
+        await (await fetch(" DATA:,hi%20there#frag")).text(),
+        (await fetch(new Request("data:text/plain,x#f"))).url,
+      ];`,
+      { net: allow, location: `${origin}/base/` },
+    );
+    expect(v).toEqual([
+      `TypeError: Request: the URL "http://user:pw@127.0.0.1:${new URL(origin).port}/echo" includes credentials`,
+      'TypeError: Request: invalid URL "http://[::1"',
+      `resolved ${origin}/base/echo`,
+      `resolved ${origin}/echo?q=1`,
+      `resolved ${origin}/echo`,
+      "TypeError: fetch: the mailto: scheme is not supported (only http:, https: and data:)",
+      "TypeError: fetch: port 6000 is blocked (Fetch §2.9 bad ports)",
+      "hi there",
+      "data:text/plain,x",
+    ]);
+    // The credentials, scheme and port refusals never reached the server: only the three fetches that resolved did.
+    expect(requestsSeen - hits).toBe(3);
+    const noLocation = await guest<string>(`try { await fetch("/x"); return "resolved"; } catch (e) { return e.name + ": " + e.message; }`, {
+      net: allow,
+      location: null,
+    });
+    expect(noLocation).toBe(`TypeError: Request: relative URL "/x" needs the sandbox's location option`);
+  });
+
+  test("Fetch §5.5 Response headers of a fetched response: read before or after the body, cloned, lower-cased, Set-Cookie apart, the type of blob()", async () => {
+    const v = await guest<unknown[]>(
+      `const a = await fetch("${origin}/headers");
+      const text = await a.text();
+      const afterBody = [...a.headers];
+      const b = await fetch("${origin}/headers");
+      const blobType = (await b.clone().blob()).type;
+      const c = b.clone();
+      const fromClone = [c.headers.get("x-mixed-case"), c.headers.getSetCookie()];
+      const d = await fetch("${origin}/headers");
+      return [text, afterBody.filter(([n]) => n !== "date" && n !== "connection" && n !== "keep-alive" && n !== "content-length"), blobType, fromClone,
+        d.headers === d.headers, (() => { try { d.headers.append("x", "y"); return "mutable"; } catch (e) { return e.name; } })()];`,
+      { net: allow },
+    );
+    expect(v).toEqual([
+      "a,b\n1,2\n",
+      [["content-type", "text/csv; Charset=UTF-8"], ["set-cookie", "one=1"], ["set-cookie", "two=2"], ["x-mixed-case", "kept as sent"]],
+      "text/csv;charset=UTF-8",
+      ["kept as sent", ["one=1", "two=2"]],
+      true,
+      "TypeError",
+    ]);
   });
 
   test("a host the network policy does not allow is a TypeError starting with 'network policy:'", async () => {

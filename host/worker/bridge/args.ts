@@ -10,6 +10,14 @@ export function stringArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined
   return ctx.getString(handle);
 }
 
+/** A string, or null for null/undefined. */
+export function optionalStringArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string): string | null {
+  const type = handle === undefined ? "undefined" : ctx.typeof(handle);
+  if (type === "string") return ctx.getString(handle!);
+  if (type === "undefined" || ctx.sameValue(handle!, ctx.null)) return null;
+  throw new BridgeArgumentError(`${what} must be a string or null`);
+}
+
 export function booleanArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string): boolean {
   if (handle === undefined || ctx.typeof(handle) !== "boolean") throw new BridgeArgumentError(`${what} must be a boolean`);
   return ctx.dump(handle) === true;

@@ -1,89 +1,118 @@
-// fetch's host side: the guest's request record goes to the sandbox's transport (undici,
-// network policy, limits, secrets: host/fetch/); the answer comes back through the
-// guest's callbacks: onResponse(responseJson, bodyArrayBuffer), or onError with a
-// TransportErrorRecord as JSON.
-import { largestMovableBytes, canMoveBytes } from "../../engine/headroom.js";
-import type { TransportRequest } from "../../fetch/transport.js";
-import { TransportError } from "../../fetch/transport.js";
-import { CancelToken } from "../../fetch/cancel-token.js";
-import type { Realm } from "../realm.js";
+// fetch's host side. The guest sends a URL (as the script wrote it, or as its Request class
+// serialized it), the rest of the request as JSON (or null for a plain GET), the body
+// bytes, and one callback. URL rules come first (fetchUrl.ts): a bad URL throws a
+// TypeError into the guest at once, a data: URL is handed back to be decoded in the guest.
+// An http(s) request goes to the sandbox's transport (undici, network policy, limits,
+// secrets: host/fetch/), and the answer comes back through the callback exactly once:
+// onSettle(head, bodyArrayBuffer), or onSettle(errorJson) with a TransportErrorRecord.
 import type { QuickJSHandle } from "quickjs-emscripten-core";
-import { BridgeArgumentError, functionArg, integerArg, optionalBytesArg, stringArg } from "./args.js";
+import type { TransportResponseRecord } from "../../../guest-lib/types/bridge.js";
+import { largestMovableBytes, canMoveBytes } from "../../engine/headroom.js";
+import { CancelToken } from "../../fetch/cancel-token.js";
+import { fetchTarget } from "../../fetch/fetchUrl.js";
+import { TransportError, type TransportRequest } from "../../fetch/transport.js";
+import type { Realm } from "../realm.js";
+import { BridgeArgumentError, functionArg, integerArg, optionalBytesArg, optionalStringArg, stringArg } from "./args.js";
 import type { BridgeFunctions } from "./index.js";
 
 const MAX_REQUEST_RECORD_CHARS = 1024 * 1024;
+const LINE_BREAK = /[\r\n]/;
 
 function errorRecord(error: unknown): string {
   if (error instanceof TransportError) return JSON.stringify(error.toRecord());
   return JSON.stringify({ type: "network", message: `fetch failed: ${error instanceof Error ? error.message : String(error)}` });
 }
 
+/**
+ * The response as the guest's responseFromHead reads it: lines of status, statusText,
+ * redirected ("1"/"0"), URL, then name (lower-cased) and value lines per header. Cheaper
+ * on both sides than JSON. A header that would break the line format (CR or LF in it, which
+ * no valid field has) is left out, as the Headers class would refuse it.
+ */
+export function responseHead(response: TransportResponseRecord): string {
+  const statusText = LINE_BREAK.test(response.statusText) ? "" : response.statusText;
+  let head = `${response.status}\n${statusText}\n${response.redirected ? "1" : "0"}\n${response.url}`;
+  for (const [name, value] of response.headers) {
+    if (LINE_BREAK.test(name) || LINE_BREAK.test(value)) continue;
+    head += `\n${name.toLowerCase()}\n${value}`;
+  }
+  return head;
+}
+
+/** The optional request JSON: method, headers and redirect mode (null: a plain GET). */
+function requestInit(json: string | null): Pick<TransportRequest, "method" | "headers" | "redirect"> {
+  if (json === null) return { method: "GET", headers: [], redirect: "follow" };
+  if (json.length > MAX_REQUEST_RECORD_CHARS) throw new BridgeArgumentError("request record is too large");
+  let record: unknown;
+  try {
+    record = JSON.parse(json);
+  } catch {
+    throw new BridgeArgumentError("request record is not valid JSON");
+  }
+  if (typeof record !== "object" || record === null || Array.isArray(record)) throw new BridgeArgumentError("request record must be an object");
+  // Member types are checked by the transport (validateRequest), which trusts nothing.
+  const { method, headers, redirect } = record as Record<string, unknown>;
+  return { method, headers, redirect } as Pick<TransportRequest, "method" | "headers" | "redirect">;
+}
+
 export function fetchFunctions(realm: Realm): BridgeFunctions {
   const ctx = realm.context;
   return {
-    fetch(recordHandle, bodyHandle, idHandle, onResponseHandle, onErrorHandle) {
-      const json = stringArg(ctx, recordHandle, "request record");
-      if (json.length > MAX_REQUEST_RECORD_CHARS) throw new BridgeArgumentError("request record is too large");
-      let record: unknown;
-      try {
-        record = JSON.parse(json);
-      } catch {
-        throw new BridgeArgumentError("request record is not valid JSON");
-      }
-      if (typeof record !== "object" || record === null || Array.isArray(record)) throw new BridgeArgumentError("request record must be an object");
+    fetch(urlHandle, initHandle, bodyHandle, idHandle, onSettleHandle): QuickJSHandle | undefined {
+      const input = stringArg(ctx, urlHandle, "url");
+      if (input.length > MAX_REQUEST_RECORD_CHARS) throw new BridgeArgumentError("url is too long");
+      const init = requestInit(optionalStringArg(ctx, initHandle, "request record"));
       const body = optionalBytesArg(ctx, bodyHandle, "request body");
       const id = integerArg(ctx, idHandle, "fetch id", 1, Number.MAX_SAFE_INTEGER);
       const activation = realm.activation;
       if (!activation) throw new BridgeArgumentError("no script is running");
       if (activation.fetches.has(id)) throw new BridgeArgumentError(`fetch ${id} is already in flight`);
-      if (ctx.typeof(onResponseHandle!) !== "function" || ctx.typeof(onErrorHandle!) !== "function") {
-        throw new BridgeArgumentError("fetch needs an onResponse and an onError function");
-      }
-      const onResponse = realm.own(functionArg(ctx, onResponseHandle, "onResponse"));
-      const onError = realm.own(functionArg(ctx, onErrorHandle, "onError"));
+      const target = fetchTarget(input, realm.services.config().location);
+      if (target.scheme === "data") return ctx.newString(target.href);
+      const onSettle = realm.own(functionArg(ctx, onSettleHandle, "onSettle"));
 
       const engine = realm.services.engine;
       const controller = new CancelToken();
       activation.fetches.set(id, { abort: () => controller.abort() });
       activation.fetchCount++;
-      /** Calls one of the guest's callbacks (once), then lets go of both. */
-      const settle = (callback: QuickJSHandle, args: () => QuickJSHandle[]) => {
+      /** Calls the guest's callback (once), then lets go of it. */
+      const settle = (args: () => QuickJSHandle[]) => {
         realm.guestTask(() => {
           if (realm.activation !== activation || !activation.fetches.delete(id)) return;
           const values = args();
-          const done = realm.enterGuest(() => ctx.callFunction(callback, ctx.undefined, values));
+          const done = realm.enterGuest(() => ctx.callFunction(onSettle, ctx.undefined, values));
           for (const value of values) value.dispose();
           done?.dispose();
         });
-        for (const handle of [onResponse, onError]) {
-          if (realm.alive && handle.alive) {
-            realm.disown(handle);
-            handle.dispose();
-          }
+        if (realm.alive && onSettle.alive) {
+          realm.disown(onSettle);
+          onSettle.dispose();
         }
       };
-      const request = { ...(record as object), body } as TransportRequest;
       realm.services
         .transport()
-        .fetch(request, {
-          signal: controller,
-          responseBodyBudget: () => largestMovableBytes(engine, activation.limits.maxResponseBytes),
-        })
+        .fetch(
+          { url: target.url.href, ...init, body },
+          {
+            signal: controller,
+            responseBodyBudget: () => largestMovableBytes(engine, activation.limits.maxResponseBytes),
+          },
+        )
         .then(
           ({ response, body: bytes }) => {
             if (!canMoveBytes(engine, bytes.byteLength)) {
               const message = `limit: memoryBytes headroom too small for a ${bytes.byteLength}-byte response body`;
-              return settle(onError, () => [ctx.newString(JSON.stringify({ type: "limit", message }))]);
+              return settle(() => [ctx.newString(JSON.stringify({ type: "limit", message }))]);
             }
-            settle(onResponse, () => {
+            settle(() => {
               const exact = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
               return [
-                ctx.newString(JSON.stringify(response)),
+                ctx.newString(responseHead(response)),
                 ctx.newArrayBuffer(exact ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
               ];
             });
           },
-          (error: unknown) => settle(onError, () => [ctx.newString(errorRecord(error))]),
+          (error) => settle(() => [ctx.newString(errorRecord(error))]),
         );
       return undefined;
     },

@@ -79,6 +79,30 @@ describe("network policy: deny by default", () => {
   });
 });
 
+describe("remembered decisions (the host check is cached per scheme, host and port)", () => {
+  test("a repeated refusal and a repeated allowance give the same answers; other ports and schemes are judged apart", async () => {
+    const policy = new NetworkPolicy(["127.0.0.1:8080"], resolver(DNS));
+    const refused = 'network policy: 127.0.0.1:8081 is a loopback address; add "127.0.0.1:8081" to net.allow';
+    for (let i = 0; i < 3; i++) {
+      expect(await refusal(policy, "http://127.0.0.1:8081/a")).toBe(refused);
+      const target = await policy.check(new URL(`http://127.0.0.1:8080/path${i}`));
+      expect(target).toMatchObject({ scheme: "http:", hostname: "127.0.0.1", port: 8080, hostHeader: "127.0.0.1:8080" });
+      expect(target.addresses.map((a) => a.address)).toEqual(["127.0.0.1"]);
+    }
+    expect((await policy.check(new URL("https://127.0.0.1:8080/"))).scheme).toBe("https:");
+    expect(await refusal(policy, "ftp://127.0.0.1:8080/")).toMatch(/^network policy: the "ftp:" scheme is not allowed/);
+  });
+
+  test("a remembered target cannot be changed by a caller", () => {
+    const policy = new NetworkPolicy(["api.example.com"], resolver(DNS));
+    const target = policy.target(new URL("https://api.example.com/"));
+    expect(() => {
+      (target as { hostname: string }).hostname = "evil.example.com";
+    }).toThrow(TypeError);
+    expect(policy.target(new URL("https://api.example.com/")).hostname).toBe("api.example.com");
+  });
+});
+
 describe("special addresses are refused unless an entry names them", () => {
   test.each([
     ["http://127.0.0.1:8080/", 'network policy: 127.0.0.1:8080 is a loopback address; add "127.0.0.1:8080" to net.allow'],
