@@ -81,6 +81,15 @@ declare class Event {
   static readonly BUBBLING_PHASE: 3;
 }
 
+interface CustomEventInit<T = unknown> extends EventInit {
+  detail?: T;
+}
+declare class CustomEvent<T = unknown> extends Event {
+  constructor(type: string, eventInitDict?: CustomEventInit<T>);
+  readonly detail: T;
+  initCustomEvent(type: string, bubbles?: boolean, cancelable?: boolean, detail?: T): void;
+}
+
 type EventListenerOrEventListenerObject = ((event: Event) => void) | { handleEvent(event: Event): void };
 interface AddEventListenerOptions {
   capture?: boolean;

@@ -104,7 +104,9 @@ export class Blob {
     };
     const from = relative(start, 0);
     const to = relative(end, size);
-    const type = contentType === undefined ? "" : toStringValue(contentType);
+    // File API slice step 4: the whole contentType is lower-cased, parameters included
+    // (unlike the constructor's type, whose parameter values keep their case: WPT tests both).
+    const type = contentType === undefined ? "" : toStringValue(contentType).toLowerCase();
     const blob = new Blob([], { type });
     blob.#bytes = this.#bytes.subarray(from, Math.max(from, to));
     return blob;

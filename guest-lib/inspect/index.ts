@@ -298,7 +298,7 @@ function formatSet(ctx: Context, set: Set<unknown>, recurseTimes: number): strin
 
 const WEB_CLASSES = new Set([
   "URL", "URLSearchParams", "Headers", "FormData", "Blob", "File", "Request", "Response",
-  "AbortController", "AbortSignal", "Event", "EventTarget", "TextEncoder", "TextDecoder",
+  "AbortController", "AbortSignal", "Event", "CustomEvent", "EventTarget", "TextEncoder", "TextDecoder",
 ]);
 const ENTRY_LISTS = new Set(["Headers", "URLSearchParams", "FormData"]);
 

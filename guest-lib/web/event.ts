@@ -143,6 +143,31 @@ for (const [name, value] of [["NONE", NONE], ["CAPTURING_PHASE", CAPTURING_PHASE
   defineProperty(Event.prototype, name, { value, enumerable: true });
 }
 
+/** DOM §2.4 CustomEvent: an Event carrying the application's `detail` (null by default). */
+export class CustomEvent<T = unknown> extends Event {
+  #detail: T | null;
+
+  constructor(type: string, eventInitDict?: { bubbles?: boolean; cancelable?: boolean; composed?: boolean; detail?: T }) {
+    if (arguments.length === 0) throw new TypeErrorCtor("CustomEvent constructor: the type argument is required");
+    super(type, eventInitDict);
+    const detail = toDictionary(eventInitDict, "CustomEvent init").detail as T | undefined;
+    this.#detail = detail === undefined ? null : detail;
+  }
+
+  get detail(): T | null {
+    return this.#detail;
+  }
+
+  initCustomEvent(type: string, bubbles = false, cancelable = false, detail: T | null = null): void {
+    if (arguments.length === 0) throw new TypeErrorCtor("initCustomEvent: the type argument is required");
+    if (eventSlots(this).flags & DISPATCHING) return;
+    this.initEvent(type, bubbles, cancelable);
+    this.#detail = detail;
+  }
+}
+
+webidlInterface(CustomEvent, 1);
+
 type Callback = ((event: Event) => unknown) | { handleEvent(event: Event): unknown };
 
 interface Listener {

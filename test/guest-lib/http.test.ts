@@ -17,7 +17,8 @@ describe("http module classes", () => {
       return {
         size: blob.size, type: blob.type, bytes: [...(await blob.bytes())], copy: (await blob.bytes())[0],
         native: await native.text(), transparentSize: transparent.size,
-        slices: [await s.slice(-3).text(), await s.slice(2, -2).text(), await s.slice(8, 2).text(), await s.slice(-100, 100).text(), s.slice(1, 2, "A/B").type],
+        slices: [await s.slice(-3).text(), await s.slice(2, -2).text(), await s.slice(8, 2).text(), await s.slice(-100, 100).text(), s.slice(1, 2, "A/B").type,
+          s.slice(0, 1, "Text/Plain;Charset=UTF-8").type, s.slice(0, 1, "text/plain;charset=\u00e9").type],
         badType: new Blob([], { type: "a\\u00e9" }).type, replacement: await new Blob([new Uint8Array([0x61, 0xff])]).text(),
         buffer: (await s.arrayBuffer()).byteLength, tag: String(blob), isView: (await blob.bytes()) instanceof Uint8Array,
       };`);
@@ -27,7 +28,7 @@ describe("http module classes", () => {
     expect(v.copy).toBe(0xc3);
     expect(v.native).toBe("a\nb\nc\n");
     expect(v.transparentSize).toBe(4);
-    expect(v.slices).toEqual(["789", "234567", "", "0123456789", "a/b"]);
+    expect(v.slices).toEqual(["789", "234567", "", "0123456789", "a/b", "text/plain;charset=utf-8", ""]);
     expect(v.badType).toBe("");
     expect(v.replacement).toBe("a\ufffd");
     expect(v.buffer).toBe(10);

@@ -77,6 +77,21 @@ describe("web module", () => {
     expect(v.notEvent).toBe("TypeError");
   });
 
+  test("DOM §2.4 CustomEvent: detail (null by default), an Event dispatched like any other, initCustomEvent, type required", async () => {
+    const v = await guest<unknown[]>(`${THREW}
+      const t = new EventTarget();
+      const seen = [];
+      t.addEventListener("ping", (e) => seen.push([e instanceof CustomEvent, e instanceof Event, e.detail, e.type, e.target === t]));
+      const payload = { n: 1 };
+      t.dispatchEvent(new CustomEvent("ping", { detail: payload }));
+      const plain = new CustomEvent("x");
+      const re = new CustomEvent("old", { detail: 1 });
+      re.initCustomEvent("new", true, true, "d");
+      return [seen[0][2] === payload, seen[0].slice(0, 2), seen[0].slice(3), plain.detail, plain.bubbles, [re.type, re.bubbles, re.cancelable, re.detail],
+        threw(() => new CustomEvent()), Object.prototype.toString.call(plain), CustomEvent.length];`);
+    expect(v).toEqual([true, [true, true], ["ping", true], null, false, ["new", true, true, "d"], "TypeError", "[object CustomEvent]", 1]);
+  });
+
   test("WebIDL §2.8.1 DOMException: names, legacy codes and constants, an Error", async () => {
     const v = await guest(`
       const e = new DOMException("gone", "NotFoundError");
