@@ -56,11 +56,20 @@ function takeBuffer(state: BodyState): ArrayBuffer {
   return !state.shared && whole ? (bytes.buffer as ArrayBuffer) : bytes.slice().buffer;
 }
 
+const fromCharCode = String.fromCharCode;
+const NON_ASCII = /[^\x00-\x7f]/;
+
 function bodyText(state: BodyState): string {
   const data = state.data;
   if (data === null) return "";
   // A string body reads back as UTF-8 decode would: without a leading BOM.
   if (typeof data === "string") return data.charCodeAt(0) === 0xfeff ? data.slice(1) : data;
+  // Most small bodies (JSON of APIs) are ASCII, which decodes to itself: one native call
+  // instead of the TextDecoder's argument handling. Anything else, or larger, is decoded.
+  if (data.length <= 4096) {
+    const binary = fromCharCode.apply(null, data as unknown as number[]);
+    if (!NON_ASCII.test(binary)) return binary;
+  }
   return decoder.decode(data);
 }
 

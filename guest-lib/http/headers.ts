@@ -28,9 +28,11 @@ function validName(name: unknown): string {
   return s.toLowerCase();
 }
 
+const FORBIDDEN_IN_VALUE = /[\0\r\n]/;
+
 function validValue(value: unknown): string {
   const s = trimHttpWhitespace(toByteString(value));
-  if (/[\0\r\n]/.test(s)) throw new TypeErrorCtor(`Header value ${JSON.stringify(s)} contains NUL, CR or LF`);
+  if (FORBIDDEN_IN_VALUE.test(s)) throw new TypeErrorCtor(`Header value ${JSON.stringify(s)} contains NUL, CR or LF`);
   return s;
 }
 

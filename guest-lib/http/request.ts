@@ -36,11 +36,13 @@ interface RequestSlots {
   integrity: string;
 }
 
+// Only a URL with "@" before its path can carry credentials.
+const MAY_HAVE_CREDENTIALS = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i;
+
 /** A request URL: absolute after resolving, and without credentials (Fetch §5.4 step 5). */
 function requestURL(input: string): string {
   const href = parseHref(input, "Request");
-  // Only a URL with "@" before its path can carry credentials.
-  if (/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(href)) {
+  if (MAY_HAVE_CREDENTIALS.test(href)) {
     const url = parseURL(href, "Request");
     if (url.username || url.password) throw new TypeErrorCtor(`Request: the URL ${JSON.stringify(input)} includes credentials`);
   }

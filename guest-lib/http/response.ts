@@ -34,8 +34,8 @@ interface ResponseSlots {
   statusText: string;
   /** Null until first needed for a transport response, whose header list waits in `head`. */
   headers: Headers | null;
-  /** The transport's answer split into lines (see responseFromHead), or null. */
-  head: string[] | null;
+  /** The header lines of a transport response (see responseFromHead) until the Headers are built. */
+  headerLines: string | null;
   url: string;
   redirected: boolean;
   body: BodyState;
@@ -76,7 +76,7 @@ export class Response {
   static error(): Response {
     const headers = new Headers();
     setGuard(headers, IMMUTABLE);
-    return create({ type: "error", status: 0, statusText: "", headers, head: null, url: "", redirected: false, body: newBodyState(null, headers) });
+    return create({ type: "error", status: 0, statusText: "", headers, headerLines: null, url: "", redirected: false, body: newBodyState(null, headers) });
   }
 
   static redirect(url: string, status: number = 302): Response {
@@ -85,7 +85,7 @@ export class Response {
     if (!REDIRECT_STATUS.includes(code)) throw new RangeErrorCtor(`Response.redirect: ${code} is not a redirect status`);
     const headers = new Headers([["location", location]]);
     setGuard(headers, IMMUTABLE);
-    return create({ type: "basic", status: code, statusText: "", headers, head: null, url: "", redirected: false, body: newBodyState(null, headers) });
+    return create({ type: "basic", status: code, statusText: "", headers, headerLines: null, url: "", redirected: false, body: newBodyState(null, headers) });
   }
 
   static json(data: unknown, init?: ResponseInit): Response {
@@ -129,7 +129,7 @@ export class Response {
     const source = headersOf(slots);
     const headers = new Headers(source);
     setGuard(headers, guardOf(source));
-    return create({ ...slots, headers, head: null, body: cloneBodyState(slots.body, headers) });
+    return create({ ...slots, headers, headerLines: null, body: cloneBodyState(slots.body, headers) });
   }
 }
 
@@ -152,13 +152,17 @@ function initialize(init: unknown): [ResponseSlots, AbortSignal | null] {
   if (!/^[\t\x20-\x7e\x80-\xff]*$/.test(statusText)) throw new TypeErrorCtor(`Response: invalid statusText ${JSON.stringify(statusText)}`);
   const headers = new Headers();
   if (headersInit !== undefined) fillHeaders(headers, headersInit);
-  const slots: ResponseSlots = { type: "basic", status, statusText, headers, head: null, url, redirected: false, body: null as unknown as BodyState };
+  const slots: ResponseSlots = { type: "basic", status, statusText, headers, headerLines: null, url, redirected: false, body: null as unknown as BodyState };
   return [slots, (signal as AbortSignal | undefined) ?? null];
 }
 
 /** The headers of a response, built from the transport's header lines on first use. */
 function headersOf(slots: ResponseSlots): Headers {
-  if (slots.headers === null) slots.headers = headersFromList(slots.head!.slice(4), IMMUTABLE);
+  if (slots.headers === null) {
+    const lines = slots.headerLines!;
+    slots.headers = headersFromList(lines === "" ? [] : lines.split("\n"), IMMUTABLE);
+    slots.headerLines = null;
+  }
   return slots.headers;
 }
 
@@ -166,19 +170,23 @@ function headersOf(slots: ResponseSlots): Headers {
  * A Response from the transport's answer, `head`: lines of status, statusText, "1" when
  * redirected (else "0"), the final URL, then a name line (lower-case) and a value line per
  * header. The host guarantees that none of them contains a line break. Most scripts never
- * look at the headers of most responses, so the Headers object is built when first read.
+ * look at the headers of most responses, so the header lines stay one string until the
+ * Headers object is first needed.
  */
 export function responseFromHead(head: string, body: Uint8Array | null): Response {
-  const lines = head.split("\n");
-  const status = +lines[0]!;
+  const a = head.indexOf("\n");
+  const b = head.indexOf("\n", a + 1);
+  const c = head.indexOf("\n", b + 1);
+  const d = head.indexOf("\n", c + 1);
+  const status = +head.slice(0, a);
   const slots: ResponseSlots = {
     type: "basic",
     status,
-    statusText: lines[1]!,
+    statusText: head.slice(a + 1, b),
     headers: null,
-    head: lines,
-    url: lines[3]!,
-    redirected: lines[2] === "1",
+    headerLines: d < 0 ? "" : head.slice(d + 1),
+    url: d < 0 ? head.slice(c + 1) : head.slice(c + 1, d),
+    redirected: head.charCodeAt(b + 1) === 0x31,
     body: null as unknown as BodyState,
   };
   const data = body && body.length && !NULL_BODY_STATUS.includes(status) ? body : null;

@@ -15,11 +15,15 @@ let base: string | null | undefined;
 const CANONICAL =
   /^https?:\/\/(?:(?:[a-z0-9-]+\.)*[a-z][a-z0-9-]*|(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))(?::[1-9][0-9]{0,4})?(?:\/[A-Za-z0-9\-._~!$&()*+,;=:@/%]*)?(?:\?[A-Za-z0-9\-._~!$&()*+,;=:@/?%]*)?(?:#[A-Za-z0-9\-._~!$&()*+,;=:@/?%]*)?$/;
 
+// What CANONICAL lets through but the parser would still change: IDNA labels, dot segments.
+const NEEDS_PARSER = /xn--|\/\.(?:\.|\/|$|%|\?|#)|%2e/i;
+const HOST_END = /[/?#]/;
+
 /** The href the URL parser would give for input (resolved against location), or a TypeError. */
 export function parseHref(input: string, what: string): string {
-  if (CANONICAL.test(input) && !/xn--|\/\.(?:\.|\/|$|%|\?|#)|%2e/i.test(input)) {
+  if (CANONICAL.test(input) && !NEEDS_PARSER.test(input)) {
     const start = input.indexOf("//") + 2;
-    const length = input.slice(start).search(/[/?#]/);
+    const length = input.slice(start).search(HOST_END);
     const end = length < 0 ? input.length : start + length;
     const colon = input.lastIndexOf(":", end);
     const port = colon > start ? Number(input.slice(colon + 1, end)) : -1;
@@ -30,10 +34,12 @@ export function parseHref(input: string, what: string): string {
   return parseURL(input, what).href;
 }
 
+const HAS_SCHEME_AND_AUTHORITY = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
+
 export function parseURL(input: string, what: string): URL {
   if (base === undefined) base = bridge.location();
   // An input with "scheme://" does not depend on the base: skip parsing the base.
-  const url = URL.parse(input, /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//.test(input) ? undefined : (base ?? undefined));
+  const url = URL.parse(input, HAS_SCHEME_AND_AUTHORITY.test(input) ? undefined : (base ?? undefined));
   if (url === null) {
     throw new TypeErrorCtor(
       base === null && URL.parse(input, "http://base.invalid/") !== null

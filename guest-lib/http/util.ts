@@ -38,9 +38,14 @@ export function webidlInterface(cls: Function, length: number): void {
 export const toStringValue = (value: unknown): string => `${value as string}`;
 
 /** WebIDL ByteString: a TypeError for characters above U+00FF. */
+// Regular expressions used per call live at module level: QuickJS makes a new RegExp
+// object each time a literal is evaluated, which costs as much as the match on short input.
+const NOT_BYTE = /[^\x00-\xff]/;
+const EDGE_HTTP_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+
 export function toByteString(value: unknown): string {
   const s = `${value as string}`;
-  if (/[^\x00-\xff]/.test(s)) throw new TypeErrorCtor(`${JSON.stringify(s)} is not a valid ByteString`);
+  if (NOT_BYTE.test(s)) throw new TypeErrorCtor(`${JSON.stringify(s)} is not a valid ByteString`);
   return s;
 }
 
@@ -83,7 +88,9 @@ const HTTP_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 export const isToken = (s: string): boolean => HTTP_TOKEN.test(s);
 
 /** Strips leading and trailing HTTP whitespace (Fetch "normalize"). */
-export const trimHttpWhitespace = (s: string): string => s.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "");
+const isHttpWhitespace = (code: number) => code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+export const trimHttpWhitespace = (s: string): string =>
+  s.length > 0 && (isHttpWhitespace(s.charCodeAt(0)) || isHttpWhitespace(s.charCodeAt(s.length - 1))) ? s.replace(EDGE_HTTP_WHITESPACE, "") : s;
 
 export interface MimeType {
   essence: string;

@@ -219,6 +219,24 @@ describe("fetch (guest side)", () => {
     expect(v).toEqual([200, "OK", "text/plain", "Hello world", "text/plain;charset=US-ASCII", "a bé", { k: 1 }, "data:application/json;charset=utf-8,%7B%22k%22%3A1%7D", "basic"]);
   });
 
+  test("Fetch §5.1 text(): UTF-8 decode of byte bodies (BOM removed, U+FFFD for bad sequences), ASCII and not, small and large", async () => {
+    const v = await guest<unknown[]>(`
+      const text = (bytes) => new Response(new Uint8Array(bytes)).text();
+      const big = new Uint8Array(10000).fill(0x61);
+      const bigUtf8 = new TextEncoder().encode("é".repeat(3000));
+      return [
+        await text([0x68, 0x69]),
+        await text([0x68, 0xc3, 0xa9]),
+        await text([0xef, 0xbb, 0xbf, 0x6f, 0x6b]),
+        escape(await text([0x61, 0xff, 0x62, 0xc3])),
+        await text([0x00, 0x7f]) === "\\u0000\\u007f",
+        (await text(big)).length,
+        (await text(bigUtf8)) === "é".repeat(3000),
+        await text([]),
+      ];`);
+    expect(v).toEqual(["hi", "hé", "ok", "a%uFFFDb%uFFFD", true, 10000, true, ""]);
+  });
+
   test("Fetch §5.6 fetch: other schemes, bad ports and refused hosts are TypeErrors; an aborted signal rejects with its reason", async () => {
     const v = await guest<string[]>(`
       const reason = async (p) => { try { await p; return "resolved"; } catch (e) { return e.name + ": " + e.message; } };
