@@ -35,6 +35,13 @@ function benchLimits(extra = {}) {
   return { maxFetches: 100_000, cpuTimeMs: 120_000, wallTimeMs: 120_000, ...extra };
 }
 
+/** One round: both measurements back to back, the first of them alternating between rounds. */
+async function backToBack(round, guest, host) {
+  const [first, second] = round % 2 === 0 ? [guest, host] : [host, guest];
+  await first();
+  await second();
+}
+
 export async function benchHttp({ quick = false } = {}) {
   const { createSandbox } = await import(distIndex);
   const server = await startBenchServer();
@@ -58,13 +65,7 @@ export async function benchHttp({ quick = false } = {}) {
     };
     const measureHost = async () => hostRps.push((await benchHostFetchBaseline(server.smallUrl, n)).requestsPerSecond);
     for (let round = 0; round < rounds; round++) {
-      if (round % 2 === 0) {
-        await measureGuest();
-        await measureHost();
-      } else {
-        await measureHost();
-        await measureGuest();
-      }
+      await backToBack(round, measureGuest, measureHost);
       transportRps.push((await benchTransport(server.smallUrl, n)).requestsPerSecond);
     }
     await small.dispose();
@@ -81,15 +82,7 @@ export async function benchHttp({ quick = false } = {}) {
       guestMBps.push(bytes / 1e6 / ((performance.now() - start) / 1000));
     };
     const measureHostBody = async () => hostMBps.push((await benchHostFetchBody(server.largeUrl, runs)).megabytesPerSecond);
-    for (let round = 0; round < rounds; round++) {
-      if (round % 2 === 0) {
-        await measureGuestBody();
-        await measureHostBody();
-      } else {
-        await measureHostBody();
-        await measureGuestBody();
-      }
-    }
+    for (let round = 0; round < rounds; round++) await backToBack(round, measureGuestBody, measureHostBody);
     await large.dispose();
     const ratios = (ours, theirs) => ours.map((value, i) => value / theirs[i]);
     const spread = (values) => [Math.min(...values), Math.max(...values)];
