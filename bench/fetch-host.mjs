@@ -12,6 +12,8 @@ import { isMainThread, parentPort, Worker, workerData } from "node:worker_thread
 
 const SERVER_ROLE = "scriptbox-fetch-bench-server";
 const LARGE_BYTES = 8 * 1024 * 1024;
+/** Unmeasured requests before each measured series, on every side (JIT and connection warm-up). */
+export const WARM_UP_REQUESTS = 200;
 
 if (!isMainThread && workerData?.role === SERVER_ROLE) await serve();
 
@@ -61,7 +63,7 @@ function rate(n, ms) {
 /** `n` sequential GETs with undici's fetch, each body read with arrayBuffer(). */
 export async function benchHostFetchBaseline(url, n) {
   const { fetch } = await import("undici");
-  for (let i = 0; i < Math.min(50, n); i++) await (await fetch(url)).arrayBuffer(); // warm-up
+  for (let i = 0; i < Math.min(WARM_UP_REQUESTS, n); i++) await (await fetch(url)).arrayBuffer(); // warm-up
   const start = performance.now();
   for (let i = 0; i < n; i++) await (await fetch(url)).arrayBuffer();
   return rate(n, performance.now() - start);
@@ -90,7 +92,7 @@ const record = (url) => ({ url, method: "GET", headers: [], redirect: "follow", 
 /** `n` sequential GETs through the sandbox transport alone (no guest, no bridge). */
 export async function benchTransport(url, n) {
   const transport = await transportFor(url);
-  for (let i = 0; i < Math.min(50, n); i++) await transport.fetch(record(url));
+  for (let i = 0; i < Math.min(WARM_UP_REQUESTS, n); i++) await transport.fetch(record(url));
   const start = performance.now();
   for (let i = 0; i < n; i++) await transport.fetch(record(url));
   return rate(n, performance.now() - start);

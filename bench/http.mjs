@@ -1,7 +1,7 @@
 // The http module's figures (issue 3): guest fetch against a node:http server on
 // 127.0.0.1, beside undici's own fetch called in the host against the same server in the
 // same run (baselines from bench/fetch-host.mjs). Used by bench/run.mjs.
-import { benchHostFetchBaseline, benchHostFetchBody, benchTransport, startBenchServer } from "./fetch-host.mjs";
+import { WARM_UP_REQUESTS, benchHostFetchBaseline, benchHostFetchBody, benchTransport, startBenchServer } from "./fetch-host.mjs";
 import { median } from "./stats.mjs";
 
 const distIndex = new URL("../dist/src/index.js", import.meta.url).href;
@@ -54,7 +54,7 @@ export async function benchHttp({ quick = false } = {}) {
   try {
     // Small GETs: one run per round doing n sequential fetches; host baseline in between.
     const small = await createSandbox({ net: { allow: [host] }, limits: benchLimits() });
-    check(await small.run(SMALL_GETS, { input: { url: server.smallUrl, n: 50 } }), "guest fetch warm-up");
+    check(await small.run(SMALL_GETS, { input: { url: server.smallUrl, n: WARM_UP_REQUESTS } }), "guest fetch warm-up");
     const guestRps = [];
     const hostRps = [];
     const transportRps = [];
