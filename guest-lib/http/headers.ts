@@ -23,16 +23,22 @@ let setGuard: (headers: Headers, guard: number) => void;
 export let guardOf: (headers: Headers) => number;
 
 function validName(name: unknown): string {
-  const s = toByteString(name);
-  if (!isToken(s)) throw new TypeErrorCtor(`Header name ${JSON.stringify(s)} is not a valid HTTP token`);
+  const s = `${name as string}`;
+  // A token is ASCII, so a valid name is a ByteString too: one test in the common case.
+  if (!isToken(s)) {
+    toByteString(s); // the ByteString TypeError comes first, as WebIDL converts before Fetch checks
+    throw new TypeErrorCtor(`Header name ${JSON.stringify(s)} is not a valid HTTP token`);
+  }
   return s.toLowerCase();
 }
 
-const FORBIDDEN_IN_VALUE = /[\0\r\n]/;
+const NOT_VALUE_CHAR = /[^\x01-\x09\x0b\x0c\x0e-\xff]/; // not a ByteString, or NUL, CR, LF
 
 function validValue(value: unknown): string {
-  const s = trimHttpWhitespace(toByteString(value));
-  if (FORBIDDEN_IN_VALUE.test(s)) throw new TypeErrorCtor(`Header value ${JSON.stringify(s)} contains NUL, CR or LF`);
+  const raw = `${value as string}`;
+  if (!NOT_VALUE_CHAR.test(raw)) return trimHttpWhitespace(raw);
+  const s = trimHttpWhitespace(toByteString(raw)); // a ByteString TypeError first
+  if (NOT_VALUE_CHAR.test(s)) throw new TypeErrorCtor(`Header value ${JSON.stringify(s)} contains NUL, CR or LF`);
   return s;
 }
 
