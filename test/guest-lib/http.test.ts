@@ -73,6 +73,24 @@ describe("http module classes", () => {
     expect(v.tag).toBe("[object Headers]");
   });
 
+  test("Fetch §5.2 Headers: WebIDL ByteString errors come before header-name and header-value errors; values are normalized first", async () => {
+    const v = await guest<unknown[]>(`
+      const message = (fn) => { try { fn(); return "no error"; } catch (e) { return e.name + ": " + e.message; } };
+      const h = new Headers();
+      h.append("a", " \\t v \\r\\n"); h.append("b", "x\\u0001y\\u00ff");
+      return [h.get("a"), escape(h.get("b")), message(() => h.append("\\u20ac", "v")), message(() => h.append("a b", "v")),
+        message(() => h.append("a", "\\u20ac")), message(() => h.append("a", "x\\ny")), message(() => h.append("a", "\\u0000"))];`);
+    expect(v).toEqual([
+      "v",
+      "x%01y%FF",
+      'TypeError: "€" is not a valid ByteString',
+      'TypeError: Header name "a b" is not a valid HTTP token',
+      'TypeError: "€" is not a valid ByteString',
+      'TypeError: Header value "x\\ny" contains NUL, CR or LF',
+      'TypeError: Header value "\\u0000" contains NUL, CR or LF',
+    ]);
+  });
+
   test("Fetch §5.4 Request: URLs, methods, forbidden methods, bodies, fixed cache/mode/keepalive, signal, clone, single read", async () => {
     const v = await guest<Record<string, unknown>>(`${THREW}
       const r = new Request("../x?q#frag", { method: "post", body: "hi", headers: { "X-A": "1" } });
