@@ -26,8 +26,11 @@ export function fetchTarget(input: string, location: string | null): FetchTarget
         : `Request: invalid URL ${JSON.stringify(input)}`,
     );
   }
-  if (url.username !== "" || url.password !== "") throw new FetchUrlError(`Request: the URL ${JSON.stringify(input)} includes credentials`);
-  url.hash = "";
+  const href = url.href;
+  if (href.includes("@") && (url.username !== "" || url.password !== "")) {
+    throw new FetchUrlError(`Request: the URL ${JSON.stringify(input)} includes credentials`);
+  }
+  if (href.includes("#")) url.hash = "";
   const scheme = url.protocol;
   if (scheme === "data:") return { scheme: "data", href: url.href };
   if (scheme !== "http:" && scheme !== "https:") {

@@ -107,11 +107,21 @@ export class NetworkPolicy {
     return target;
   }
 
+  /**
+   * The full check when it needs no DNS, synchronously: the checked target of an IP-literal
+   * host, or null for a name (use check()). Throws NetworkPolicyError.
+   */
+  checkWithoutDns(url: URL): CheckedTarget | null {
+    const target = this.target(url);
+    return target.ip ? { ...target, hostHeader: url.host, addresses: [target.ip] } : null;
+  }
+
   /** The full check: scheme, host, then the resolved addresses. */
   async check(url: URL): Promise<CheckedTarget> {
+    const literal = this.checkWithoutDns(url);
+    if (literal) return literal;
     const target = this.target(url);
     const hostHeader = url.host;
-    if (target.ip) return { ...target, hostHeader, addresses: [target.ip] };
 
     let resolved: CanonicalAddress[];
     try {

@@ -92,7 +92,7 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
       realm.services
         .transport()
         .fetch(
-          { url: target.url.href, ...init, body },
+          { url: target.url, ...init, body },
           {
             signal: controller,
             responseBodyBudget: () => largestMovableBytes(engine, activation.limits.maxResponseBytes),

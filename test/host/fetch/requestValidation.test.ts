@@ -96,3 +96,19 @@ describe("the request record is validated on the host", () => {
     expect(seen.headers["x-kept"]).toBe("trimmed");
   });
 });
+
+describe("a URL the host parsed itself (the bridge passes one after checking the URL rules)", () => {
+  test("is used as is: no second parse, the fragment still never reaches the wire", async () => {
+    const before = server.requests.length;
+    const result = await transportFor(server).fetch({ ...request(`${server.origin}/x`), url: new URL(`${server.origin}/parsed?q=1#fragment`) });
+    expect(result.response.status).toBe(200);
+    expect(result.response.url).toBe(`${server.origin}/parsed?q=1`);
+    expect(server.requests.slice(before).map((r) => r.url)).toEqual(["/parsed?q=1"]);
+  });
+
+  test("with credentials it is refused like the string form", async () => {
+    const url = new URL(server.origin);
+    url.username = "user";
+    expect(await refusedBeforeTheWire({ url })).toBe("fetch failed: invalid request: the URL includes credentials");
+  });
+});

@@ -93,6 +93,14 @@ describe("remembered decisions (the host check is cached per scheme, host and po
     expect(await refusal(policy, "ftp://127.0.0.1:8080/")).toMatch(/^network policy: the "ftp:" scheme is not allowed/);
   });
 
+  test("checkWithoutDns answers IP literals at once and leaves names to check()", () => {
+    const policy = new NetworkPolicy(["127.0.0.1:8080", "api.example.com"], resolver(DNS));
+    expect(policy.checkWithoutDns(new URL("http://127.0.0.1:8080/x"))).toMatchObject({ hostname: "127.0.0.1", port: 8080, hostHeader: "127.0.0.1:8080" });
+    expect(policy.checkWithoutDns(new URL("https://api.example.com/"))).toBeNull();
+    expect(() => policy.checkWithoutDns(new URL("http://10.0.0.1/"))).toThrow(/^network policy: 10\.0\.0\.1:80 is a private address/);
+    expect(() => policy.checkWithoutDns(new URL("https://other.example.com/"))).toThrow(/^network policy: other\.example\.com:443 is not in net\.allow/);
+  });
+
   test("a remembered target cannot be changed by a caller", () => {
     const policy = new NetworkPolicy(["api.example.com"], resolver(DNS));
     const target = policy.target(new URL("https://api.example.com/"));
