@@ -56,6 +56,11 @@ export interface TransportFetchOptions {
   signal?: AbortSignalLike;
   /** Bytes the sandbox can still take in (wasm memory headroom); checked like a second maxResponseBytes. */
   responseBodyBudget?: () => number;
+  /**
+   * Whether a body of this many bytes fits: a cheaper question than the budget when the
+   * answer is usually yes (small bodies). Default: bytes <= responseBodyBudget().
+   */
+  responseBodyFits?: (bytes: number) => boolean;
 }
 
 export interface TransportResult {
@@ -103,6 +108,7 @@ export class SandboxFetchTransport {
 
   async fetch(request: TransportRequest, options: TransportFetchOptions = {}): Promise<TransportResult> {
     const { signal, responseBodyBudget = NO_BUDGET } = options;
+    const responseBodyFits = options.responseBodyFits ?? ((bytes: number) => bytes <= responseBodyBudget());
     const cancellation = new Cancellation();
     const onAbort = () => cancellation.cancel(new TransportError("abort", "fetch aborted"));
     let timer: NodeJS.Timeout | undefined;
@@ -133,7 +139,7 @@ export class SandboxFetchTransport {
           timeoutMs,
         );
       }
-      return await this.#follow(hop, redirect, cancellation, this.#bodyLimit(responseBodyBudget));
+      return await this.#follow(hop, redirect, cancellation, this.#bodyLimit(responseBodyBudget, responseBodyFits));
     } catch (error) {
       const failure = asTransportError(error);
       throw this.#secrets.size === 0 ? failure : new TransportError(failure.type, this.#secrets.redactText(failure.message));
@@ -225,15 +231,21 @@ export class SandboxFetchTransport {
     };
   }
 
-  #bodyLimit(budget: () => number): BodyLimit {
+  #bodyLimit(budget: () => number, fits: (bytes: number) => boolean): BodyLimit {
     const max = this.limits.maxResponseBytes;
+    // The headroom is asked about once per new size: after Content-Length fitted, the chunks
+    // up to it are not asked about again. (The bridge checks again before moving the body
+    // in, in case the guest took memory meanwhile.)
+    let fitted = 0;
     return (bytes, declared) => {
       const detail = declared ? `: Content-Length is ${bytes}` : " while reading the response body";
       if (bytes > max) return limitError(`maxResponseBytes (${max} bytes) exceeded${detail}`);
-      const room = budget();
-      if (bytes > room) {
+      if (bytes <= fitted) return null;
+      if (!fits(bytes)) {
+        const room = budget();
         return limitError(`memoryBytes: the response body does not fit in the sandbox's free memory (${Math.max(0, Math.floor(room))} bytes)${detail}`);
       }
+      fitted = bytes;
       return null;
     };
   }

@@ -13,7 +13,7 @@ import type { EngineInstance } from "../engine/instance.js";
 import { canMoveBytes, canMoveString } from "../engine/headroom.js";
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
 import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
-import { installLeanHostCalls } from "../engine/host-calls.js";
+import { installLeanCalls } from "../engine/lean-calls.js";
 import type { RejectionTracking } from "../engine/rejection-tracker.js";
 import { decodeFromGuest, encodeForGuest } from "../marshal/crossing-values.js";
 import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
@@ -95,7 +95,7 @@ export class Realm {
       this.onRejection(promiseBits, reasonBits, handled),
     );
     this.context = this.runtime.newContext();
-    installLeanHostCalls(this.context);
+    installLeanCalls(this.context, services.engine);
     const ctx = this.context;
     const bridge = createBridge(this);
     const coreSource = bundle.source("core")!;

@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createSandbox } from "scriptbox";
 import { guest } from "./run.js";
 
 let server: Server;
@@ -35,6 +36,13 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     res.writeHead(200, { "content-type": "text/plain" });
     res.write("partial");
     req.socket.on("close", () => markSlowClosed());
+  } else if (url.pathname === "/big") {
+    const size = Number(url.searchParams.get("n"));
+    const chunk = Buffer.alloc(1024 * 1024, 0x61);
+    if (url.searchParams.has("chunked")) res.writeHead(200, { "content-type": "application/octet-stream" });
+    else res.writeHead(200, { "content-type": "application/octet-stream", "content-length": size });
+    for (let sent = 0; sent < size; sent += chunk.length) res.write(chunk.subarray(0, Math.min(chunk.length, size - sent)));
+    res.end();
   } else if (url.pathname === "/headers") {
     res.setHeader("Content-Type", "text/csv; Charset=UTF-8");
     res.setHeader("X-Mixed-Case", "kept as sent");
@@ -217,6 +225,26 @@ describe("fetch against a local server", () => {
       true,
       "TypeError",
     ]);
+  });
+
+  test("a body larger than the sandbox's free memory fails the fetch cleanly (a limit TypeError), with or without Content-Length; the sandbox keeps working", async () => {
+    const sandbox = await createSandbox({ net: allow, limits: { memoryBytes: 24 * 1024 * 1024, maxResponseBytes: 64 * 1024 * 1024 } });
+    try {
+      const script = `export default async (path) => {
+        try { const r = await fetch(${JSON.stringify(origin)} + path); return "read " + (await r.arrayBuffer()).byteLength; }
+        catch (e) { return e.name + ": " + e.message; }
+      };`;
+      const declared = await sandbox.run(script, { input: "/big?n=" + 40 * 1024 * 1024 });
+      expect(declared.ok && declared.value).toMatch(
+        /^TypeError: limit: memoryBytes: the response body does not fit in the sandbox's free memory \(\d+ bytes\): Content-Length is 41943040$/,
+      );
+      const streamed = await sandbox.run(script, { input: "/big?chunked&n=" + 40 * 1024 * 1024 });
+      expect(streamed.ok && streamed.value).toMatch(/^TypeError: limit: memoryBytes: the response body does not fit in the sandbox's free memory \(\d+ bytes\) while reading the response body$/);
+      const small = await sandbox.run(script, { input: "/big?n=" + 2 * 1024 * 1024 });
+      expect(small.ok && small.value).toBe("read 2097152");
+    } finally {
+      await sandbox.dispose();
+    }
   });
 
   test("a host the network policy does not allow is a TypeError starting with 'network policy:'", async () => {

@@ -96,6 +96,7 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
           {
             signal: controller,
             responseBodyBudget: () => largestMovableBytes(engine, activation.limits.maxResponseBytes),
+            responseBodyFits: (bytes) => canMoveBytes(engine, bytes), // no probe at all below 64 KiB
           },
         )
         .then(

@@ -148,6 +148,34 @@ describe("responseBodyBudget (the sandbox's memory headroom)", () => {
   });
 });
 
+describe("responseBodyFits (the cheap form of the headroom question)", () => {
+  test("is asked once per new size: Content-Length, then not again for the chunks up to it", async () => {
+    const asked: number[] = [];
+    const r = await transportFor(server).fetch(request(`${server.origin}/size?n=300000`), {
+      responseBodyFits: (bytes) => (asked.push(bytes), true),
+      responseBodyBudget: () => {
+        throw new Error("the budget is only computed for a refusal message");
+      },
+    });
+    expect(r.body.byteLength).toBe(300000);
+    expect(asked).toEqual([300000]);
+  });
+
+  test("without Content-Length it is asked as the body grows; a no gives the budget in the message", async () => {
+    const asked: number[] = [];
+    const e = await failure(
+      transportFor(server).fetch(request(`${server.origin}/size?n=5000&chunked`), {
+        responseBodyFits: (bytes) => (asked.push(bytes), bytes <= 1000),
+        responseBodyBudget: () => 1000,
+      }),
+    );
+    expect(e.message).toBe("limit: memoryBytes: the response body does not fit in the sandbox's free memory (1000 bytes) while reading the response body");
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every((bytes, i) => i === 0 || bytes > asked[i - 1]!)).toBe(true);
+    expect(asked.at(-1)!).toBeGreaterThan(1000);
+  });
+});
+
 describe("requestTimeoutMs", () => {
   test("a response that never finishes fails with type timeout and its socket is closed", async () => {
     const transport = transportFor(server, { limits: { requestTimeoutMs: 200 } });
