@@ -51,9 +51,13 @@ export function parseURL(input: string, what: string): URL {
 }
 
 /** The origin of the sandbox's location option (the environment's origin), or null without one. */
+let origin: string | null | undefined;
 export function locationOrigin(): string | null {
-  if (base === undefined) base = bridge.location();
-  return base === null ? null : new URL(base).origin;
+  if (origin === undefined) {
+    if (base === undefined) base = bridge.location();
+    origin = base === null ? null : new URL(base).origin; // parsed once: URL parsing is slow here
+  }
+  return origin;
 }
 
 /** The URL serialized without its fragment (Fetch stores request and response URLs so). */

@@ -14,6 +14,17 @@ const BAD_PORTS = new Set(
   "0,1,7,9,11,13,15,17,19,20,21,22,23,25,37,42,43,53,69,77,79,87,95,101,102,103,104,109,110,111,113,115,117,119,123,135,137,139,143,161,179,389,427,465,512,513,514,515,526,530,531,532,540,548,554,556,563,587,601,636,989,990,993,995,1719,1720,1723,2049,3659,4045,4190,5060,5061,6000,6566,6665,6666,6667,6668,6669,6679,6697,10080".split(","),
 );
 
+/** Fetch §5.4 step 5.3: a URL with a username or password cannot be fetched. */
+export function hasCredentials(url: URL): boolean {
+  // The href test skips the slower accessors when the answer cannot be yes.
+  return url.href.includes("@") && (url.username !== "" || url.password !== "");
+}
+
+/** Requests and responses keep their URL without the fragment (Fetch). */
+export function removeFragment(url: URL): void {
+  if (url.href.includes("#")) url.hash = "";
+}
+
 /** Where a fetch of `input` goes, its fragment removed; a FetchUrlError when it cannot be fetched. */
 export function fetchTarget(input: string, location: string | null): FetchTarget {
   let url: URL;
@@ -26,11 +37,8 @@ export function fetchTarget(input: string, location: string | null): FetchTarget
         : `Request: invalid URL ${JSON.stringify(input)}`,
     );
   }
-  const href = url.href;
-  if (href.includes("@") && (url.username !== "" || url.password !== "")) {
-    throw new FetchUrlError(`Request: the URL ${JSON.stringify(input)} includes credentials`);
-  }
-  if (href.includes("#")) url.hash = "";
+  if (hasCredentials(url)) throw new FetchUrlError(`Request: the URL ${JSON.stringify(input)} includes credentials`);
+  removeFragment(url);
   const scheme = url.protocol;
   if (scheme === "data:") return { scheme: "data", href: url.href };
   if (scheme !== "http:" && scheme !== "https:") {

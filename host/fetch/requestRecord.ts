@@ -5,6 +5,7 @@
 // management) are dropped, as a browser drops forbidden request headers.
 import type { TransportRequestRecord } from "../../guest-lib/types/bridge.js";
 import type { Hop } from "./redirect.js";
+import { hasCredentials, removeFragment } from "./fetchUrl.js";
 import { networkError } from "./transportError.js";
 
 /**
@@ -57,10 +58,8 @@ export function validateRequest(request: TransportRequest): ValidRequest {
       throw invalid("url is not an absolute URL");
     }
   }
-  // (The href tests skip the slower URL accessors when the answer cannot be yes.)
-  const href = url.href;
-  if (href.includes("@") && (url.username !== "" || url.password !== "")) throw invalid("the URL includes credentials"); // Fetch: Request constructor step 5.3
-  if (href.includes("#")) url.hash = "";
+  if (hasCredentials(url)) throw invalid("the URL includes credentials");
+  removeFragment(url);
 
   if (typeof method !== "string" || !TOKEN.test(method)) throw invalid("method is not a valid HTTP token");
   if (FORBIDDEN_METHODS.has(method.toUpperCase())) throw invalid(`method ${method} is forbidden`);

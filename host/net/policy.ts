@@ -112,15 +112,14 @@ export class NetworkPolicy {
    * host, or null for a name (use check()). Throws NetworkPolicyError.
    */
   checkWithoutDns(url: URL): CheckedTarget | null {
-    const target = this.target(url);
-    return target.ip ? { ...target, hostHeader: url.host, addresses: [target.ip] } : null;
+    return literalTarget(this.target(url), url);
   }
 
   /** The full check: scheme, host, then the resolved addresses. */
   async check(url: URL): Promise<CheckedTarget> {
-    const literal = this.checkWithoutDns(url);
-    if (literal) return literal;
     const target = this.target(url);
+    const literal = literalTarget(target, url);
+    if (literal) return literal;
     const hostHeader = url.host;
 
     let resolved: CanonicalAddress[];
@@ -142,6 +141,11 @@ export class NetworkPolicy {
     }
     return { ...target, hostHeader, addresses };
   }
+}
+
+/** An IP-literal target is checked as it is: its address is the one to connect to. */
+function literalTarget(target: Readonly<RequestTarget>, url: URL): CheckedTarget | null {
+  return target.ip ? { ...target, hostHeader: url.host, addresses: [target.ip] } : null;
 }
 
 function hostPort(host: string, port: number): string {
