@@ -61,12 +61,14 @@ export class RedisUnreachableError extends Error {
 export async function checkRedis(options: RedisOptions, timeoutMs = 3_000): Promise<void> {
   const Redis = await loadIORedis();
   const client = new Redis({ ...options, lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
-  client.on("error", () => undefined); // reported through connect()'s rejection below
+  // The socket's own error (ECONNREFUSED, ENOTFOUND, …) says more than connect()'s rejection.
+  let socketError: Error | null = null;
+  client.on("error", (error: Error) => (socketError ??= error));
   try {
     await client.connect();
     await client.ping();
   } catch (error) {
-    const err = error as NodeJS.ErrnoException;
+    const err = (socketError ?? error) as NodeJS.ErrnoException;
     throw new RedisUnreachableError(describeConnection(options), err.code && !err.message.includes(err.code) ? `${err.code} ${err.message}` : err.message);
   } finally {
     client.disconnect();

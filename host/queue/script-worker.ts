@@ -149,6 +149,11 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
   });
   await subscriber.subscribe(cancelChannel(name));
 
+  // The first sandbox of a process pays for compiling the engine: not the first job.
+  const warm = await createSandbox();
+  await warm.run("export default 0");
+  await warm.dispose();
+
   void worker.run().catch(onError);
   await worker.waitUntilReady();
 
