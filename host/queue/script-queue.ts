@@ -112,6 +112,8 @@ export class ScriptQueue {
         defaultJobOptions: { removeOnComplete: this.#retention.completed, removeOnFail: this.#retention.failed },
       });
       queue.on("error", () => undefined); // ioredis reconnects; calls fail or wait meanwhile
+      // Every job.result() waiting listens for the queue closing: any number may wait.
+      queue.setMaxListeners(0);
       return queue;
     });
     return this.#queue;
