@@ -60,7 +60,7 @@ export class RedisUnreachableError extends Error {
  */
 export async function checkRedis(options: RedisOptions, timeoutMs = 3_000): Promise<void> {
   const Redis = await loadIORedis();
-  const client = new Redis({ ...options, lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  const client = new Redis({ ...options, lazyConnect: true, connectTimeout: timeoutMs, disconnectTimeout: 0, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
   // The socket's own error (ECONNREFUSED, ENOTFOUND, …) says more than connect()'s rejection.
   let socketError: Error | null = null;
   client.on("error", (error: Error) => (socketError ??= error));
