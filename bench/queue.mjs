@@ -93,6 +93,12 @@ function parseCommandStats(text) {
   return calls;
 }
 
+function redisCpuSeconds(port) {
+  const info = redisCli(port, "info", "cpu");
+  const field = (name) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? NaN);
+  return field("used_cpu_sys") + field("used_cpu_user");
+}
+
 export async function benchQueue({ quick = false } = {}) {
   const jobs = quick ? 300 : 2_000;
   const latencySamples = quick ? 50 : 300;
@@ -140,7 +146,10 @@ export async function benchQueue({ quick = false } = {}) {
 
         // Redis commands per job, submit + run + result() included.
         redisCli(redis.port, "config", "resetstat");
+        const cpuBefore = redisCpuSeconds(redis.port);
         await throughput(queue, statJobs);
+        // Redis's own CPU per job: what bounds one (single-threaded) Redis instance.
+        out.redisCpuMsPerJob = ((redisCpuSeconds(redis.port) - cpuBefore) * 1000) / statJobs;
         const calls = parseCommandStats(redisCli(redis.port, "info", "commandstats"));
         delete calls.info;
         delete calls.config;

@@ -168,11 +168,13 @@ await section("queue", "Script queue (issue 14): BullMQ on redis-server (another
     [`${r.jobs} tiny jobs, 2 worker processes`, formatRate(r.rate2, "jobs/s"), formatRate(r.baselineRate, "runs/s"), ratio(r.rate2, r.baselineRate), "2 cores shared with the submitter and Redis"],
     ["submit → result latency, idle queue (p50)", formatMs(r.latency.p50), formatMs(r.baselineLatency.p50), ratio(r.latency.p50, r.baselineLatency.p50), `${lat(r.latency)}; baseline ${lat(r.baselineLatency)}, n=${r.latencySamples}`],
     [`Redis commands per job (INFO commandstats, ${r.statJobs} jobs)`, r.commandsPerJob.toFixed(1), "", "", `top: ${r.topCommands.join(", ")}`],
+    ["Redis CPU per job (INFO cpu, same jobs)", formatMs(r.redisCpuMsPerJob), "", "", `one Redis core's ceiling ≈ ${formatRate(1000 / r.redisCpuMsPerJob, "jobs/s")}`],
   ];
   md(`${r.jobs} tiny jobs through the queue, 1 worker process`, formatRate(r.rate1, "jobs/s"), `${formatRate(r.baselineRate, "runs/s")} (in-process sandbox.run loop)`, ratio(r.rate1, r.baselineRate), "");
   md(`${r.jobs} tiny jobs through the queue, 2 worker processes`, formatRate(r.rate2, "jobs/s"), `${formatRate(r.baselineRate, "runs/s")} (in-process sandbox.run loop)`, ratio(r.rate2, r.baselineRate), "");
   md("queue submit → result latency, idle queue", lat(r.latency), `${lat(r.baselineLatency)} (sandbox.run)`, ratio(r.latency.p50, r.baselineLatency.p50), "");
   md("Redis commands per queue job", r.commandsPerJob.toFixed(1), "", "", "");
+  md("Redis CPU per queue job", formatMs(r.redisCpuMsPerJob), "", "", "");
   for (const line of table(["figure", "queue", "in-process sandbox.run", "ratio", "note"], rows)) out(line);
   out("Baseline: one sandbox in this process running the same script back to back (no Redis, no other process).");
 });

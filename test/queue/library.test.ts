@@ -248,6 +248,23 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     expect(opts.removeOnFail).toEqual(DEFAULT_RETENTION.failed);
   });
 
+  it("a job that is not a scriptbox job (written to Redis by something else) fails cleanly; the worker goes on", async () => {
+    const { queue, events } = await setup();
+    const { Queue } = await import("bullmq");
+    const raw = new Queue(queue.name, { connection: { host: "127.0.0.1", port: redis.port }, prefix: "scriptbox" });
+    try {
+      const foreign = await raw.add("x", { hello: "world" });
+      const badMap = await raw.add("y", { format: 1, script: { code: "throw new Error('e')", filename: "y.js", map: "not a source map" } });
+      await expect(queue.job(foreign.id!).result()).rejects.toThrow(/not a scriptbox job/);
+      const mapped = queue.job(badMap.id!).result();
+      await expect(mapped).rejects.toThrow(JobFailedError);
+      expect(await (await queue.submit("export default () => 'still working'")).result()).toMatchObject({ ok: true, value: "still working" });
+      expect(events.map((e) => e.outcome)).toEqual(["error", "error", "ok"]);
+    } finally {
+      await raw.close();
+    }
+  });
+
   it("bad job options are errors at submit", async () => {
     const queue = createScriptQueue({ connection: redis.url, name: "lib-bad-options" });
     open.push(queue);
