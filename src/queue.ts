@@ -10,7 +10,7 @@ export type { ScriptJobOptions } from "../host/queue/job-options.js";
 export { MissingSecretError } from "../host/queue/job-options.js";
 export type { RedisConnection } from "../host/queue/connection.js";
 export { RedisUnreachableError } from "../host/queue/connection.js";
-export { QueueDependencyError } from "../host/queue/bullmq-loader.js";
+export { QueueDependencyError } from "../host/queue/dependency-error.js";
 export { DEFAULT_RETENTION } from "../host/queue/retention.js";
 export type { Retention } from "../host/queue/retention.js";
 export type { RunResult, SandboxOptions, LogEntry, RunStats, SandboxError, ErrorKind, Limits } from "../host/types.js";

@@ -2,14 +2,7 @@
 // it. It is loaded on first use, and its absence is one clear line, not a stack trace.
 import { createRequire } from "node:module";
 
-export const BULLMQ_RANGE = "^5.81.5";
-
-export class QueueDependencyError extends Error {
-  constructor() {
-    super(`the script queue needs bullmq, an optional dependency: npm install bullmq@${BULLMQ_RANGE}`);
-    this.name = "QueueDependencyError";
-  }
-}
+import { QueueDependencyError } from "./dependency-error.js";
 
 type BullMQ = typeof import("bullmq");
 type IORedisModule = typeof import("ioredis");
