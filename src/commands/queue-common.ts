@@ -4,7 +4,7 @@
 import type * as QueueModule from "../queue.js";
 import type { ScriptJobOptions } from "../queue.js";
 import { UsageError } from "../usage.js";
-import { parseInput, parsePairs } from "./run.js";
+import { limitsFromFlags, parseInput, parsePairs } from "./run.js";
 
 export interface ConnectionFlags {
   redis: string;
@@ -44,6 +44,17 @@ export async function connectQueueLibrary(flags: ConnectionFlags): Promise<typeo
   return library;
 }
 
+/** Runs `use` with a queue handle on a Redis known to answer, and closes the handle after. */
+export async function withQueue<T>(flags: ConnectionFlags, use: (queue: QueueModule.ScriptQueue, library: typeof QueueModule) => Promise<T>): Promise<T> {
+  const library = await connectQueueLibrary(flags);
+  const queue = library.createScriptQueue({ connection: flags.redis, name: flags.queue });
+  try {
+    return await use(queue, library);
+  } finally {
+    await queue.close();
+  }
+}
+
 /** Errors the queue raises for bad input (a flag value, a secret given with a value, …) as usage errors. */
 export function asUsageError(error: unknown): never {
   if (error instanceof TypeError || error instanceof RangeError || (error as Error).name === "SyntaxError") throw new UsageError((error as Error).message);
@@ -54,11 +65,7 @@ export function jobOptionsFromFlags(flags: JobFlags): ScriptJobOptions {
   for (const name of flags.secret) {
     if (name.includes("=") || name.includes("@")) throw new UsageError(`--secret ${name}: a job names a secret (--secret API_TOKEN); its value and origins are configured on the workers`);
   }
-  const limits = {
-    ...(flags.cpuTime !== undefined ? { cpuTimeMs: flags.cpuTime } : {}),
-    ...(flags.timeout !== undefined ? { wallTimeMs: flags.timeout } : {}),
-    ...(flags.memory !== undefined ? { memoryBytes: flags.memory } : {}),
-  };
+  const limits = limitsFromFlags(flags);
   const env = parsePairs(flags.env, "--env");
   return {
     input: parseInput(flags.input),

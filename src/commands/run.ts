@@ -3,7 +3,7 @@
 // 3 a limit stopped the script.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { createSandbox } from "../../host/sandbox.js";
-import type { LogEntry, RunResult, SandboxOptions } from "../../host/types.js";
+import type { Limits, LogEntry, RunResult, SandboxOptions } from "../../host/types.js";
 import { UsageError } from "../usage.js";
 
 export interface RunCommandOptions {
@@ -75,6 +75,15 @@ export function resultJson(result: RunResult): string {
   );
 }
 
+/** --cpu-time, --timeout, --memory as sandbox limits (only those given). */
+export function limitsFromFlags(options: Pick<RunCommandOptions, "cpuTime" | "timeout" | "memory">): Partial<Limits> {
+  return {
+    ...(options.cpuTime !== undefined ? { cpuTimeMs: options.cpuTime } : {}),
+    ...(options.timeout !== undefined ? { wallTimeMs: options.timeout } : {}),
+    ...(options.memory !== undefined ? { memoryBytes: options.memory } : {}),
+  };
+}
+
 /** --cloud-url, --cloud-token-secret, --cloud-session-secret as the `cloud` sandbox option. */
 export function cloudFromFlags(options: Pick<RunCommandOptions, "cloudUrl" | "cloudTokenSecret" | "cloudSessionSecret">): SandboxOptions["cloud"] {
   if (options.cloudUrl !== undefined) {
@@ -93,11 +102,7 @@ export async function runCommand(file: string, options: RunCommandOptions): Prom
   const input = parseInput(options.input);
   const secrets = parseSecrets(options.secret);
   const sandboxOptions: SandboxOptions = {
-    limits: {
-      ...(options.cpuTime !== undefined ? { cpuTimeMs: options.cpuTime } : {}),
-      ...(options.timeout !== undefined ? { wallTimeMs: options.timeout } : {}),
-      ...(options.memory !== undefined ? { memoryBytes: options.memory } : {}),
-    },
+    limits: limitsFromFlags(options),
     net: { allow: options.allowNet },
     env: parsePairs(options.env, "--env"),
     secrets,

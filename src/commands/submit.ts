@@ -4,19 +4,17 @@
 import { existsSync, statSync } from "node:fs";
 import { UsageError } from "../usage.js";
 import { print, printLog, reportResult } from "./run.js";
-import { asUsageError, connectQueueLibrary, jobOptionsFromFlags, type ConnectionFlags, type JobFlags } from "./queue-common.js";
+import { asUsageError, jobOptionsFromFlags, withQueue, type ConnectionFlags, type JobFlags } from "./queue-common.js";
 
 export interface SubmitCommandOptions extends ConnectionFlags, JobFlags {
   wait: boolean;
   json: boolean;
 }
 
-export async function submitCommand(file: string, options: SubmitCommandOptions): Promise<number> {
+export function submitCommand(file: string, options: SubmitCommandOptions): Promise<number> {
   if (!existsSync(file) || !statSync(file).isFile()) throw new UsageError(`cannot read ${file}: no such file`);
   const jobOptions = jobOptionsFromFlags(options);
-  const { createScriptQueue, JobCancelledError, JobFailedError } = await connectQueueLibrary(options);
-  const queue = createScriptQueue({ connection: options.redis, name: options.queue });
-  try {
+  return withQueue(options, async (queue, { JobCancelledError, JobFailedError }) => {
     const job = await queue.submitFile(file, jobOptions).catch(asUsageError);
     if (!options.wait) {
       print(process.stdout, options.json ? JSON.stringify({ id: job.id }) : job.id);
@@ -35,7 +33,5 @@ export async function submitCommand(file: string, options: SubmitCommandOptions)
     }
     for (const entry of result.logs) printLog(entry, options.json);
     return reportResult(result, options.json);
-  } finally {
-    await queue.close();
-  }
+  });
 }

@@ -4,32 +4,19 @@
 // workers (their locks expire and they run again there).
 import type { SandboxOptions } from "../../host/types.js";
 import { UsageError } from "../usage.js";
-import { cloudFromFlags, parsePairs, parseSecrets, print } from "./run.js";
+import { cloudFromFlags, limitsFromFlags, parsePairs, parseSecrets, print, type RunCommandOptions } from "./run.js";
 import { connectQueueLibrary, type ConnectionFlags } from "./queue-common.js";
 
-export interface WorkerCommandOptions extends ConnectionFlags {
+/** `run`'s sandbox flags (for a worker: the maximums and the secrets jobs may name), and the worker's own. */
+export interface WorkerCommandOptions extends ConnectionFlags, Omit<RunCommandOptions, "input" | "json"> {
   concurrency?: number;
-  allowNet: string[];
-  cpuTime?: number;
-  timeout?: number;
-  memory?: number;
-  env: string[];
-  secret: string[];
-  cloudUrl?: string;
-  cloudTokenSecret?: string;
-  cloudSessionSecret?: string;
-  location?: string;
   grace: number;
   lockDuration: number;
 }
 
 export async function workerCommand(options: WorkerCommandOptions): Promise<number> {
   const sandbox: SandboxOptions = {
-    limits: {
-      ...(options.cpuTime !== undefined ? { cpuTimeMs: options.cpuTime } : {}),
-      ...(options.timeout !== undefined ? { wallTimeMs: options.timeout } : {}),
-      ...(options.memory !== undefined ? { memoryBytes: options.memory } : {}),
-    },
+    limits: limitsFromFlags(options),
     net: { allow: options.allowNet },
     env: parsePairs(options.env, "--env"),
     secrets: parseSecrets(options.secret),
