@@ -1,7 +1,7 @@
 // The submitting side of the script queue: bundles scripts here (a worker on another
 // machine needs no file system access), checks job options here (a mistake is an error
 // at submit), and hands out job handles whose result() is the sandbox's RunResult.
-import type { Job, Queue, QueueEvents } from "bullmq";
+import type { Queue, QueueEvents } from "bullmq";
 import { toCrossable } from "../marshal/crossing-values.js";
 import { bundleScriptFile, prepareSource, type PreparedSource } from "../transpile.js";
 import type { RunResult } from "../types.js";
@@ -50,6 +50,9 @@ export class JobFailedError extends Error {
     this.name = "JobFailedError";
   }
 }
+
+/** How often a waiting job.result() looks at the job's state besides listening for its events. */
+const RESULT_RECHECK_MS = 5_000;
 
 export type CancelOutcome = "removed" | "signalled" | "finished";
 
@@ -112,8 +115,6 @@ export class ScriptQueue {
         defaultJobOptions: { removeOnComplete: this.#retention.completed, removeOnFail: this.#retention.failed },
       });
       queue.on("error", () => undefined); // ioredis reconnects; calls fail or wait meanwhile
-      // Every job.result() waiting listens for the queue closing: any number may wait.
-      queue.setMaxListeners(0);
       return queue;
     });
     return this.#queue;
@@ -121,8 +122,14 @@ export class ScriptQueue {
 
   #queueEvents(): Promise<QueueEvents> {
     this.#events ??= loadBullMQ().then(async ({ QueueEvents }) => {
-      const events = new QueueEvents(this.name, { connection: this.#redis, prefix: QUEUE_PREFIX });
+      // Read events from now on Redis's clock. bullmq's default ("$") starts at its first
+      // XREAD, which can come after a job's state was checked: its event would be missed.
+      const client = (await (await this.#bullQueue()).client) as unknown as { time(): Promise<[string, string]> };
+      const [seconds, micros] = await client.time();
+      const lastEventId = `${Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - 1}-0`;
+      const events = new QueueEvents(this.name, { connection: this.#redis, prefix: QUEUE_PREFIX, lastEventId });
       events.on("error", () => undefined);
+      events.setMaxListeners(0); // two listeners per job.result() waiting
       await events.waitUntilReady();
       return events;
     });
@@ -162,22 +169,58 @@ export class ScriptQueue {
   /** @internal */
   async resultOf(id: string): Promise<RunResult> {
     const [queue, events] = await Promise.all([this.#bullQueue(), this.#queueEvents()]);
-    const { Job } = await loadBullMQ();
-    const job: Job | undefined = await Job.fromId(queue, id);
-    if (!job) throw new JobFailedError(id, "no such job (never submitted, or removed by retention)");
-    try {
-      const value: unknown = await job.waitUntilFinished(events);
-      if (typeof value !== "string") throw new JobFailedError(id, "its return value is not a script result");
-      return decodeResult(value);
-    } catch (error) {
-      if (error instanceof JobFailedError) throw error;
-      const reason = (error as Error).message;
-      const client = await queue.client;
-      const stored = await client.hget(queue.toKey(id), FAILED_RESULT_FIELD);
-      if (stored !== null) return decodeResult(stored);
-      if (reason === CANCELLED_REASON) throw new JobCancelledError(id);
-      throw new JobFailedError(id, reason);
+    const end = await this.#finished(queue, events, id);
+    if (end.completed) {
+      if (typeof end.value !== "string") throw new JobFailedError(id, "its return value is not a script result");
+      return decodeResult(end.value);
     }
+    const client = await queue.client;
+    const stored = await client.hget(queue.toKey(id), FAILED_RESULT_FIELD);
+    if (stored !== null) return decodeResult(stored);
+    if (end.reason === CANCELLED_REASON) throw new JobCancelledError(id);
+    throw new JobFailedError(id, end.reason);
+  }
+
+  /**
+   * Waits for the job's completed or failed event, and looks at its state now and every
+   * few seconds as well: an event can be missed (a reconnection, a stream trimmed while
+   * this process was away), a state cannot.
+   */
+  #finished(queue: Queue, events: QueueEvents, id: string): Promise<{ completed: true; value: unknown } | { completed: false; reason: string }> {
+    // Per-job event names ("completed:17") are not in bullmq's typed listener map.
+    const emitter = events as unknown as NodeJS.EventEmitter;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const settle = (end: { completed: true; value: unknown } | { completed: false; reason: string }) => {
+        if (settled) return;
+        settled = true;
+        clearInterval(timer);
+        emitter.off(`completed:${id}`, onCompleted);
+        emitter.off(`failed:${id}`, onFailed);
+        resolve(end);
+      };
+      const onCompleted = (args: { returnvalue: unknown }) => settle({ completed: true, value: args.returnvalue });
+      const onFailed = (args: { failedReason: string }) => settle({ completed: false, reason: args.failedReason });
+      emitter.on(`completed:${id}`, onCompleted);
+      emitter.on(`failed:${id}`, onFailed);
+      const check = async () => {
+        const state = await queue.getJobState(id);
+        if (state !== "completed" && state !== "failed" && state !== "unknown") return;
+        const { Job } = await loadBullMQ();
+        const job = await Job.fromId(queue, id);
+        if (!job) settle({ completed: false, reason: "no such job (never submitted, or removed by retention)" });
+        else if (state === "completed") settle({ completed: true, value: job.returnvalue });
+        else if (state === "failed") settle({ completed: false, reason: job.failedReason });
+      };
+      const checkOrFail = () => check().catch((error: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearInterval(timer);
+        reject(error as Error);
+      });
+      const timer = setInterval(checkOrFail, RESULT_RECHECK_MS);
+      void checkOrFail();
+    });
   }
 
   /** @internal */

@@ -59,6 +59,9 @@ export interface ScriptWorker {
 
 class JobCancelled extends Error {}
 
+/** The script itself failed: its result is stored and reported already; bullmq retries it if the job asked for attempts. */
+class ScriptFailed extends Error {}
+
 function abortPromise(signal: AbortSignal | undefined): Promise<never> | null {
   if (!signal) return null;
   return new Promise((_resolve, reject) => {
@@ -104,6 +107,8 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
         result = await (aborted ? Promise.race([run, aborted]) : run);
       } catch (error) {
         if (error instanceof JobCancelled) throw new UnrecoverableError(CANCELLED_REASON);
+        // Input or script fields that do not decode: running the job again changes nothing.
+        if (error instanceof TypeError || error instanceof SyntaxError) throw new UnrecoverableError(`malformed job: ${error.message}`);
         throw error;
       } finally {
         // Not awaited when cancelled: a busy sandbox is freed when its limits stop it.
@@ -117,11 +122,11 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
       const client = await worker.client;
       await client.hset(worker.toKey(job.id!), { [FAILED_RESULT_FIELD]: encodeResult(result) });
       report(result.error.kind, result.error.message);
-      throw new Error(`${result.error.kind}: ${result.error.name}: ${result.error.message}`);
+      throw new ScriptFailed(`${result.error.kind}: ${result.error.name}: ${result.error.message}`);
     } catch (error) {
       const message = (error as Error).message;
       if (error instanceof UnrecoverableError) report(message === CANCELLED_REASON ? "cancelled" : "error", message);
-      else if (!/^[a-z-]+: /.test(message)) report("error", message);
+      else if (!(error instanceof ScriptFailed)) report("error", message);
       throw error;
     } finally {
       running--;

@@ -63,6 +63,16 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     expect(await job.state()).toBe("completed");
   });
 
+  it("queue.job(id).result() from another handle, after the job finished, gives the same result", async () => {
+    const { queue } = await setup();
+    const job = await queue.submit("export default () => 'done'");
+    const first = await job.result();
+    const other = createScriptQueue({ connection: redis.url, name: queue.name });
+    open.push(other);
+    expect(await other.job(job.id).result()).toEqual(first);
+    await expect(other.job("no-such-job").result()).rejects.toThrow(/no such job/);
+  });
+
   it("a .ts file with relative imports is bundled at submit: the worker needs no files, and stacks point at the .ts lines", async () => {
     const dir = mkdtempSync(join(tmpdir(), "scriptbox-queue-"));
     writeFileSync(join(dir, "job.ts"), 'import { check } from "./check.ts";\nexport default (n: number): number => check(n) + 1;\n');
