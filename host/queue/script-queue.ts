@@ -133,6 +133,8 @@ export class ScriptQueue {
       await events.waitUntilReady();
       return events;
     });
+    // A failed setup (Redis away at that moment) is tried again by the next result().
+    this.#events.catch(() => (this.#events = null));
     return this.#events;
   }
 
