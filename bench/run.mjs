@@ -5,7 +5,7 @@
 //   node bench/run.mjs [--quick] [--only sandbox,http,emulator] [--markdown]
 //
 // --quick      fewer samples (a smoke run, ~30 s)
-// --only       run some sections only
+// --only       run some sections only (sandbox, http, queue, emulator)
 // --markdown   also print the figures as rows of the table in docs/performance.md
 //
 // Needs the built package (npm run bench builds first). Re-executes itself with
@@ -157,6 +157,26 @@ await section("http", "HTTP (issue 3): guest fetch vs undici.fetch in the host, 
   for (const line of table(["figure", "guest", "host undici.fetch", "ratio", "target", "note"], rows)) out(line);
   out("Rates are medians over rounds; each ratio is the median of the rounds' own ratios (guest and host measured back to back, alternating which goes first).");
   out("The host baseline reads each small body with arrayBuffer() (bench/fetch-host.mjs); the guest with text().");
+});
+
+await section("queue", "Script queue (issue 14): BullMQ on redis-server (another process), `scriptbox worker` processes vs an in-process sandbox.run loop", async () => {
+  const { benchQueue } = await import("./queue.mjs");
+  const r = await benchQueue({ quick });
+  const lat = (x) => `p50 ${formatMs(x.p50)}, p90 ${formatMs(x.p90)}, p99 ${formatMs(x.p99)}`;
+  const rows = [
+    [`${r.jobs} tiny jobs, 1 worker process (concurrency ${r.concurrency})`, formatRate(r.rate1, "jobs/s"), formatRate(r.baselineRate, "runs/s"), ratio(r.rate1, r.baselineRate), "submit → result, 200 in flight"],
+    [`${r.jobs} tiny jobs, 2 worker processes`, formatRate(r.rate2, "jobs/s"), formatRate(r.baselineRate, "runs/s"), ratio(r.rate2, r.baselineRate), "2 cores shared with the submitter and Redis"],
+    ["submit → result latency, idle queue (p50)", formatMs(r.latency.p50), formatMs(r.baselineLatency.p50), ratio(r.latency.p50, r.baselineLatency.p50), `${lat(r.latency)}; baseline ${lat(r.baselineLatency)}, n=${r.latencySamples}`],
+    [`Redis commands per job (INFO commandstats, ${r.statJobs} jobs)`, r.commandsPerJob.toFixed(1), "", "", `top: ${r.topCommands.join(", ")}`],
+    ["Redis CPU per job (INFO cpu, same jobs)", formatMs(r.redisCpuMsPerJob), "", "", `one Redis core's ceiling ≈ ${formatRate(1000 / r.redisCpuMsPerJob, "jobs/s")}`],
+  ];
+  md(`${r.jobs} tiny jobs through the queue, 1 worker process`, formatRate(r.rate1, "jobs/s"), `${formatRate(r.baselineRate, "runs/s")} (in-process sandbox.run loop)`, ratio(r.rate1, r.baselineRate), "");
+  md(`${r.jobs} tiny jobs through the queue, 2 worker processes`, formatRate(r.rate2, "jobs/s"), `${formatRate(r.baselineRate, "runs/s")} (in-process sandbox.run loop)`, ratio(r.rate2, r.baselineRate), "");
+  md("queue submit → result latency, idle queue", lat(r.latency), `${lat(r.baselineLatency)} (sandbox.run)`, ratio(r.latency.p50, r.baselineLatency.p50), "");
+  md("Redis commands per queue job", r.commandsPerJob.toFixed(1), "", "", "");
+  md("Redis CPU per queue job", formatMs(r.redisCpuMsPerJob), "", "", "");
+  for (const line of table(["figure", "queue", "in-process sandbox.run", "ratio", "note"], rows)) out(line);
+  out("Baseline: one sandbox in this process running the same script back to back (no Redis, no other process).");
 });
 
 await section("emulator", "Emulator (issue 4)", async () => {

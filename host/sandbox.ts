@@ -119,6 +119,20 @@ export class Sandbox {
     return this.#runPrepared(prepared, input) as Promise<RunResult<T>>;
   }
 
+  /**
+   * Runs a script prepared elsewhere (by prepareSource or bundleScriptFile on another
+   * machine: the script queue's jobs), its source map mapping stacks back to the author's
+   * files. The code is run as it is, never transpiled again.
+   */
+  async runPrepared<T = unknown>(prepared: PreparedSource, options: Omit<RunOptions, "filename"> = {}): Promise<RunResult<T>> {
+    this.#assertUsable();
+    if (typeof prepared !== "object" || prepared === null || typeof prepared.code !== "string") throw new TypeError("prepared.code must be a string");
+    if (prepared.map !== null && typeof prepared.map !== "string") throw new TypeError("prepared.map must be a string or null");
+    const filename = checkFilename(prepared.filename);
+    const input = toCrossable(options.input, "input");
+    return this.#runPrepared({ code: prepared.code, filename, map: prepared.map }, input) as Promise<RunResult<T>>;
+  }
+
   async #runPrepared(prepared: PreparedSource, input: unknown): Promise<RunResult> {
     const outcome = await this.#request<ActivationOutcome>({ op: "run", sandboxId: this.#id, code: prepared.code, filename: prepared.filename, input });
     return this.#toResult(outcome, prepared);

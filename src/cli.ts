@@ -3,6 +3,7 @@
 // parsed options to the module that does the work. Usage mistakes exit 2 with one line.
 import { Command, InvalidArgumentError } from "commander";
 import { runDemoCommand } from "./commands/demo.js";
+import { registerQueueCommands } from "./commands/queue-cli.js";
 import { runCommand } from "./commands/run.js";
 import { UsageError } from "./usage.js";
 
@@ -79,6 +80,8 @@ program
   .action(async () => {
     process.exitCode = await runDemoCommand();
   });
+
+registerQueueCommands(program, { parseSize, parsePositiveNumber });
 
 try {
   await program.parseAsync(process.argv);

@@ -3,7 +3,7 @@
 // 3 a limit stopped the script.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { createSandbox } from "../../host/sandbox.js";
-import type { LogEntry, RunResult, SandboxOptions } from "../../host/types.js";
+import type { Limits, LogEntry, RunResult, SandboxOptions } from "../../host/types.js";
 import { UsageError } from "../usage.js";
 
 export interface RunCommandOptions {
@@ -23,7 +23,7 @@ export interface RunCommandOptions {
 
 const LIMIT_KINDS = new Set(["cpu", "memory", "timeout", "limit"]);
 
-function parseInput(text: string | undefined): unknown {
+export function parseInput(text: string | undefined): unknown {
   if (text === undefined) return undefined;
   let json = text;
   if (text.startsWith("@")) {
@@ -38,7 +38,7 @@ function parseInput(text: string | undefined): unknown {
   }
 }
 
-function parsePairs(entries: string[], flag: string): Record<string, string> {
+export function parsePairs(entries: string[], flag: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const entry of entries) {
     const eq = entry.indexOf("=");
@@ -49,7 +49,7 @@ function parsePairs(entries: string[], flag: string): Record<string, string> {
 }
 
 /** --secret NAME=ENV_VAR@origin: the value comes from the environment, never from argv. */
-function parseSecrets(entries: string[]): NonNullable<SandboxOptions["secrets"]> {
+export function parseSecrets(entries: string[]): NonNullable<SandboxOptions["secrets"]> {
   const secrets: NonNullable<SandboxOptions["secrets"]> = {};
   for (const entry of entries) {
     const match = /^([^=]+)=([^@]+)@(.+)$/.exec(entry);
@@ -64,15 +64,37 @@ function parseSecrets(entries: string[]): NonNullable<SandboxOptions["secrets"]>
   return secrets;
 }
 
-function print(stream: NodeJS.WriteStream, text: string): void {
+export function print(stream: NodeJS.WriteStream, text: string): void {
   stream.write(text.endsWith("\n") ? text : `${text}\n`);
 }
 
 /** JSON for the result: bytes as { "$bytes": base64 }, undefined dropped as JSON does. */
-function resultJson(result: RunResult): string {
+export function resultJson(result: RunResult): string {
   return JSON.stringify(result, (_key, value: unknown) =>
     value instanceof Uint8Array ? { $bytes: Buffer.from(value).toString("base64") } : value,
   );
+}
+
+/** --cpu-time, --timeout, --memory as sandbox limits (only those given). */
+export function limitsFromFlags(options: Pick<RunCommandOptions, "cpuTime" | "timeout" | "memory">): Partial<Limits> {
+  return {
+    ...(options.cpuTime !== undefined ? { cpuTimeMs: options.cpuTime } : {}),
+    ...(options.timeout !== undefined ? { wallTimeMs: options.timeout } : {}),
+    ...(options.memory !== undefined ? { memoryBytes: options.memory } : {}),
+  };
+}
+
+/** --cloud-url, --cloud-token-secret, --cloud-session-secret as the `cloud` sandbox option. */
+export function cloudFromFlags(options: Pick<RunCommandOptions, "cloudUrl" | "cloudTokenSecret" | "cloudSessionSecret">): SandboxOptions["cloud"] {
+  if (options.cloudUrl !== undefined) {
+    return {
+      baseUrl: options.cloudUrl,
+      ...(options.cloudTokenSecret ? { token: { secret: options.cloudTokenSecret } } : {}),
+      ...(options.cloudSessionSecret ? { session: { secret: options.cloudSessionSecret } } : {}),
+    };
+  }
+  if (options.cloudTokenSecret || options.cloudSessionSecret) throw new UsageError("--cloud-token-secret and --cloud-session-secret need --cloud-url");
+  return undefined;
 }
 
 export async function runCommand(file: string, options: RunCommandOptions): Promise<number> {
@@ -80,31 +102,15 @@ export async function runCommand(file: string, options: RunCommandOptions): Prom
   const input = parseInput(options.input);
   const secrets = parseSecrets(options.secret);
   const sandboxOptions: SandboxOptions = {
-    limits: {
-      ...(options.cpuTime !== undefined ? { cpuTimeMs: options.cpuTime } : {}),
-      ...(options.timeout !== undefined ? { wallTimeMs: options.timeout } : {}),
-      ...(options.memory !== undefined ? { memoryBytes: options.memory } : {}),
-    },
+    limits: limitsFromFlags(options),
     net: { allow: options.allowNet },
     env: parsePairs(options.env, "--env"),
     secrets,
     ...(options.location !== undefined ? { location: options.location } : {}),
-    onLog: (entry: LogEntry) => {
-      // Without --json: console.log/info/debug on stdout, warn/error/trace on stderr.
-      // With --json: stdout carries only the result, so every log line goes to stderr.
-      const toStderr = options.json || entry.level === "warn" || entry.level === "error" || entry.level === "trace";
-      print(toStderr ? process.stderr : process.stdout, entry.message);
-    },
+    onLog: (entry: LogEntry) => printLog(entry, options.json),
   };
-  if (options.cloudUrl !== undefined) {
-    sandboxOptions.cloud = {
-      baseUrl: options.cloudUrl,
-      ...(options.cloudTokenSecret ? { token: { secret: options.cloudTokenSecret } } : {}),
-      ...(options.cloudSessionSecret ? { session: { secret: options.cloudSessionSecret } } : {}),
-    };
-  } else if (options.cloudTokenSecret || options.cloudSessionSecret) {
-    throw new UsageError("--cloud-token-secret and --cloud-session-secret need --cloud-url");
-  }
+  const cloud = cloudFromFlags(options);
+  if (cloud) sandboxOptions.cloud = cloud;
 
   let sandbox;
   try {
@@ -120,7 +126,20 @@ export async function runCommand(file: string, options: RunCommandOptions): Prom
     await sandbox.dispose();
   }
 
-  if (options.json) {
+  return reportResult(result, options.json);
+}
+
+/** A console entry as `run` prints it (also `submit --wait`, from the job's logs). */
+export function printLog(entry: LogEntry, json: boolean): void {
+  // Without --json: console.log/info/debug on stdout, warn/error/trace on stderr.
+  // With --json: stdout carries only the result, so every log line goes to stderr.
+  const toStderr = json || entry.level === "warn" || entry.level === "error" || entry.level === "trace";
+  print(toStderr ? process.stderr : process.stdout, entry.message);
+}
+
+/** Prints the result as `run` does and returns the exit code (0, 1, or 3 for a limit). */
+export function reportResult(result: RunResult, json: boolean): number {
+  if (json) {
     print(process.stdout, resultJson(result));
   } else if (result.ok) {
     if (result.value !== undefined) print(process.stdout, JSON.stringify(result.value, null, 2) ?? String(result.value));

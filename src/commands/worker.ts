@@ -1,0 +1,64 @@
+// `scriptbox worker`: takes scripts from a Redis queue and runs them in this process's
+// sandboxes, one line per finished job. SIGTERM/SIGINT drain: no new jobs, running ones
+// get --grace ms to finish; exit 0 when they did, 1 when some had to be left to other
+// workers (their locks expire and they run again there).
+import type { SandboxOptions } from "../../host/types.js";
+import { UsageError } from "../usage.js";
+import { cloudFromFlags, limitsFromFlags, parsePairs, parseSecrets, print, type RunCommandOptions } from "./run.js";
+import { connectQueueLibrary, type ConnectionFlags } from "./queue-common.js";
+
+/** `run`'s sandbox flags (for a worker: the maximums and the secrets jobs may name), and the worker's own. */
+export interface WorkerCommandOptions extends ConnectionFlags, Omit<RunCommandOptions, "input" | "json"> {
+  concurrency?: number;
+  grace: number;
+  lockDuration: number;
+}
+
+export async function workerCommand(options: WorkerCommandOptions): Promise<number> {
+  const sandbox: SandboxOptions = {
+    limits: limitsFromFlags(options),
+    net: { allow: options.allowNet },
+    env: parsePairs(options.env, "--env"),
+    secrets: parseSecrets(options.secret),
+    ...(options.location !== undefined ? { location: options.location } : {}),
+  };
+  const cloud = cloudFromFlags(options);
+  if (cloud) sandbox.cloud = cloud;
+
+  const { startScriptWorker } = await connectQueueLibrary(options);
+  let lastError = "";
+  let worker;
+  try {
+    worker = await startScriptWorker({
+      connection: options.redis,
+      name: options.queue,
+      ...(options.concurrency !== undefined ? { concurrency: options.concurrency } : {}),
+      lockDurationMs: options.lockDuration,
+      sandbox,
+      onJob: (event) => {
+        const detail = event.outcome === "ok" ? "" : ` ${event.message ?? ""}`.replace(/\s+/g, " ").slice(0, 200);
+        print(process.stdout, `job ${event.id} ${event.filename} ${event.outcome} ${event.ms}ms${event.attempt > 1 ? ` (attempt ${event.attempt})` : ""}${detail}`);
+      },
+      onError: (error) => {
+        // ioredis reports every failed reconnection attempt: say it once per distinct message.
+        if (error.message === lastError) return;
+        lastError = error.message;
+        print(process.stderr, `scriptbox worker: ${error.message}`);
+      },
+    });
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof RangeError) throw new UsageError((error as Error).message);
+    throw error;
+  }
+  print(process.stderr, `scriptbox worker: taking jobs from queue "${options.queue}" at ${options.redis} (SIGTERM drains, grace ${options.grace} ms)`);
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  print(process.stderr, `scriptbox worker: ${signal}: draining (${worker.running} running)`);
+  const { drained } = await worker.close({ graceMs: options.grace });
+  if (!drained) print(process.stderr, "scriptbox worker: grace period over; unfinished jobs will run again on another worker");
+  // The shared sandbox pool keeps worker threads alive: leave without waiting for them.
+  process.exit(drained ? 0 : 1);
+}
