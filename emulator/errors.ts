@@ -1,9 +1,11 @@
 // One error type for every client mistake, and the three ways the API areas write it:
 // /api/v1 answers `{ code, error, message }` (DESIGN.md), the OAuth endpoints answer
 // RFC 6749 §5.2 `{ error, error_description }` with Cache-Control: no-store, and
-// /dashboard/graphql answers a GraphQL `errors` array. Fastify's own errors (validation,
-// body parsing, body limit) are translated here, so a client's mistake is never a 500.
+// /dashboard/graphql answers a GraphQL `errors` array, and the pages a person's browser
+// opens answer an HTML error page. Fastify's own errors (validation, body parsing, body
+// limit) are translated here, so a client's mistake is never a 500.
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { errorPageFor } from "./pages.js";
 
 export class HttpError extends Error {
   constructor(
@@ -17,9 +19,17 @@ export class HttpError extends Error {
   }
 }
 
-export type ErrorArea = "api" | "oauth" | "graphql";
+export type ErrorArea = "api" | "oauth" | "graphql" | "page";
+
+/** Paths a browser opens as a page: their errors are HTML, never JSON. */
+const PAGE_PATHS = new Set(["/device", "/dashboard", "/dashboard/login", "/oauth2/authorize"]);
+export function isPagePath(url: string): boolean {
+  const path = url.split("?")[0]!;
+  return PAGE_PATHS.has(path) || path.startsWith("/oauth2/consent/");
+}
 
 export function areaOf(url: string): ErrorArea {
+  if (isPagePath(url)) return "page";
   if (url.startsWith("/oauth2") || url.startsWith("/.well-known") || url.startsWith("/device")) return "oauth";
   if (url.startsWith("/dashboard/graphql")) return "graphql";
   return "api";
@@ -31,7 +41,7 @@ export function classify(error: unknown, area: ErrorArea, validationCode = "inva
   const err = error as FastifyError & { validationContext?: string };
   if (err.validation) {
     if (area === "api" && err.validationContext === "params") return new HttpError(404, "not_found", "no such resource");
-    if (area === "oauth") return new HttpError(400, validationCode, err.message);
+    if (area === "oauth" || area === "page") return new HttpError(400, validationCode, err.message);
     if (area === "graphql") return new HttpError(400, "bad_request", err.message);
     return new HttpError(422, "validation_failed", err.message);
   }
@@ -40,7 +50,7 @@ export function classify(error: unknown, area: ErrorArea, validationCode = "inva
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return new HttpError(400, area === "oauth" ? "invalid_request" : "invalid_json", "the body is not valid JSON");
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return area === "oauth"
+      return area === "oauth" || area === "page"
         ? new HttpError(400, "invalid_request", "unsupported Content-Type for this endpoint")
         : new HttpError(415, "unsupported_media_type", "unsupported Content-Type for this endpoint");
     case "FST_ERR_MAX_PARAM_LENGTH": // an id longer than any id: it cannot exist
@@ -54,6 +64,7 @@ export function classify(error: unknown, area: ErrorArea, validationCode = "inva
 }
 
 export function sendError(reply: FastifyReply, area: ErrorArea, error: HttpError): FastifyReply {
+  if (area === "page") return errorPageFor(reply.headers(error.headers), error.status, error.message);
   reply.status(error.status).headers(error.headers);
   if (area === "oauth") {
     reply.header("cache-control", "no-store").header("pragma", "no-cache");
@@ -70,9 +81,10 @@ const INTERNAL = new HttpError(500, "server_error", "internal error");
 /** A fastify error handler for one area of the API (`validationCode`: the OAuth error for a schema failure). */
 export function errorHandler(area: ErrorArea, validationCode?: string) {
   return (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const known = classify(error, area, validationCode);
+    const where = isPagePath(request.url) ? "page" : area;
+    const known = classify(error, where, validationCode);
     if (!known) request.log.error({ err: error }, "unhandled error");
-    return sendError(reply, area, known ?? INTERNAL);
+    return sendError(reply, where, known ?? INTERNAL);
   };
 }
 

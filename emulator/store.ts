@@ -36,6 +36,8 @@ export interface InstanceKeyRow {
 export interface ClientRow {
   id: string; secret_hash: Buffer | null; instance_id: string; auth_method: string;
   grant_types: string; scope: string; redirect_uris: string; ip: string; issued_at: number; updated_at: number;
+  /** RFC 7591 client_name, or null. */
+  name: string | null;
 }
 export type DeviceStatus = "pending" | "approved" | "denied" | "consumed";
 export interface DeviceRow {
@@ -261,10 +263,10 @@ export class Store {
   client(id: string): ClientRow | undefined {
     return this.get("SELECT * FROM oauth_clients WHERE id = ?", id);
   }
-  updateClient(id: string, fields: Pick<ClientRow, "grant_types" | "scope" | "redirect_uris" | "updated_at">): void {
+  updateClient(id: string, fields: Pick<ClientRow, "grant_types" | "scope" | "redirect_uris" | "name" | "updated_at">): void {
     this.run(
-      "UPDATE oauth_clients SET grant_types = ?, scope = ?, redirect_uris = ?, updated_at = ? WHERE id = ?",
-      fields.grant_types, fields.scope, fields.redirect_uris, fields.updated_at, id,
+      "UPDATE oauth_clients SET grant_types = ?, scope = ?, redirect_uris = ?, name = ?, updated_at = ? WHERE id = ?",
+      fields.grant_types, fields.scope, fields.redirect_uris, fields.name, fields.updated_at, id,
     );
   }
 

@@ -11,6 +11,7 @@ import { SESSION_COOKIE } from "../auth.js";
 import type { EmulatorContext, PluginOptions } from "../context.js";
 import { errorHandler, HttpError } from "../errors.js";
 import { messagePage, signInPage } from "../pages.js";
+import { crossOriginRequest, loginFormToken, loginFormValid, safeReturnTo } from "../signIn.js";
 import { issueSecret, newId } from "../secrets.js";
 import type { PatRow, UserRow } from "../store.js";
 
@@ -185,9 +186,11 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
   app.register(async (pages) => {
     pages.removeAllContentTypeParsers();
     await pages.register(formbody);
+    const { csrfKey } = ctx.config;
     pages.get<{ Querystring: { return_to?: string } }>("/dashboard/login", {
       schema: { querystring: { type: "object", properties: { return_to: { type: "string", maxLength: 4096 } } } },
-    }, async (request, reply) => signInPage(reply, safeReturnTo(request.query.return_to)));
+    }, async (request, reply) =>
+      signInPage(reply, { returnTo: safeReturnTo(request.query.return_to), loginToken: loginFormToken(csrfKey, request, reply) }));
 
     pages.get("/dashboard", async (request, reply) => {
       const user = ctx.auth.sessionUser(request);
@@ -195,26 +198,31 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
       return messagePage(reply, 200, "Dashboard", `Signed in as ${user.email}.`);
     });
 
-    pages.post<{ Body: { session?: string; return_to?: string } }>("/dashboard/login", {
+    pages.post<{ Body: { session?: string; return_to?: string; login_token?: string } }>("/dashboard/login", {
       schema: {
         body: {
           type: "object",
-          properties: { session: { type: "string", maxLength: 200 }, return_to: { type: "string", maxLength: 4096 } },
+          properties: {
+            session: { type: "string", maxLength: 200 }, return_to: { type: "string", maxLength: 4096 }, login_token: { type: "string", maxLength: 200 },
+          },
         },
       },
     }, async (request, reply) => {
       const returnTo = safeReturnTo(request.body.return_to);
+      if (crossOriginRequest(request) || !loginFormValid(csrfKey, request, request.body.login_token)) {
+        return signInPage(reply, {
+          returnTo, loginToken: loginFormToken(csrfKey, request, reply), status: 403,
+          error: "This sign-in form did not come from the emulator's own page (or it is stale). Sign in here instead.",
+        });
+      }
       const session = (request.body.session ?? "").trim();
       const user = ctx.auth.userOfSession(session);
-      if (!user) return signInPage(reply, returnTo, 401, "That session token is not valid.");
+      if (!user) {
+        return signInPage(reply, { returnTo, loginToken: loginFormToken(csrfKey, request, reply), status: 401, error: "That session token is not valid." });
+      }
       return reply
         .header("set-cookie", `${SESSION_COOKIE}=${session}; Path=/; HttpOnly; SameSite=Lax`)
         .redirect(returnTo, 303);
     });
   });
-}
-
-/** Only same-origin paths, so the sign-in page is no open redirector. */
-function safeReturnTo(value: string | undefined): string {
-  return value && value.startsWith("/") && !value.startsWith("//") && !value.startsWith("/\\") ? value : "/dashboard";
 }
