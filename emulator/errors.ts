@@ -38,6 +38,8 @@ export function areaOf(url: string): ErrorArea {
 /** The HttpError a thrown value stands for, or null for a server fault (a real 500). */
 export function classify(error: unknown, area: ErrorArea, validationCode = "invalid_request"): HttpError | null {
   if (error instanceof HttpError) return error;
+  // Anything can be thrown (a string, null, a frozen object): only objects are looked into.
+  if (error === null || typeof error !== "object") return null;
   const err = error as FastifyError & { validationContext?: string };
   if (err.validation) {
     if (area === "api" && err.validationContext === "params") return new HttpError(404, "not_found", "no such resource");

@@ -6,6 +6,7 @@ import { Clock } from "./clock.js";
 import type { EmulatorContext } from "./context.js";
 import { randomKey } from "./secrets.js";
 import { seed as seedStore, type EmulatorSeed, type SeededUser } from "./seed.js";
+import { GRAPHQL_LIMITS } from "./graphqlLimits.js";
 import { buildServer } from "./server.js";
 import { Store } from "./store.js";
 
@@ -27,6 +28,8 @@ export interface EmulatorOptions {
   testClock?: boolean;
   /** Device-flow polling interval in seconds (default 5; fractions allowed for tests). */
   deviceInterval?: number;
+  /** Wall-time budget of one /dashboard/graphql execution in ms (default 2000). */
+  graphqlTimeBudgetMs?: number;
 }
 
 export interface RunningEmulator {
@@ -67,6 +70,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       deviceIntervalSeconds: deviceInterval,
       seedUserId: null,
       csrfKey: randomKey(),
+      graphqlTimeBudgetMs: options.graphqlTimeBudgetMs ?? GRAPHQL_LIMITS.timeBudgetMs,
     },
   };
   const app = buildServer(ctx);
