@@ -5,6 +5,7 @@
 // opens answer an HTML error page. Fastify's own errors (validation, body parsing, body
 // limit) are translated here, so a client's mistake is never a 500.
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { drainRequest } from "./drain.js";
 import { errorPageFor } from "./pages.js";
 
 export class HttpError extends Error {
@@ -47,6 +48,10 @@ export function classify(error: unknown, area: ErrorArea, validationCode = "inva
     if (area === "graphql") return new HttpError(400, "bad_request", err.message);
     return new HttpError(422, "validation_failed", err.message);
   }
+  // Another emulator process on the same --db file held the lock through every retry.
+  if (typeof err.code === "string" && err.code.startsWith("SQLITE_BUSY")) {
+    return new HttpError(503, "database_busy", "the database is busy (another process holds it); retry shortly", { "retry-after": "1" });
+  }
   switch (err.code) {
     case "FST_ERR_CTP_INVALID_JSON_BODY":
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
@@ -82,10 +87,12 @@ const INTERNAL = new HttpError(500, "server_error", "internal error");
 
 /** A fastify error handler for one area of the API (`validationCode`: the OAuth error for a schema failure). */
 export function errorHandler(area: ErrorArea, validationCode?: string) {
-  return (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
+  return async (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const where = isPagePath(request.url) ? "page" : area;
     const known = classify(error, where, validationCode);
     if (!known) request.log.error({ err: error }, "unhandled error");
+    // A refused body is read to its end first, so the client sees the 413, not EPIPE.
+    if (known?.status === 413) await drainRequest(request.raw);
     return sendError(reply, where, known ?? INTERNAL);
   };
 }

@@ -8,6 +8,7 @@ import { sessionCookie } from "../../auth.js";
 import type { EmulatorContext, PluginOptions } from "../../context.js";
 import { HttpError, oauthError } from "../../errors.js";
 import { codeEntryPage, consentPage, csrfToken, csrfValid, errorPage, messagePage, signInPage } from "../../pages.js";
+import { ignoreEmptyBody } from "../../schemas.js";
 import { loginFormToken, safeReturnTo } from "../../signIn.js";
 import { formatScope, isSubset, parseScope, scopeInfo, unknownScopes } from "../../scopes.js";
 import { displayUserCode, issueSecret, newId, newUserCode, normalizeUserCode, sha256 } from "../../secrets.js";
@@ -139,12 +140,12 @@ export async function deviceRoutes(app: FastifyInstance, { ctx }: PluginOptions)
       });
     });
 
-    pat.post<{ Querystring: { user_code: string; scope?: string } }>("/oauth2/device/approve", { schema: { querystring: userCodeQuery } }, async (request, reply) => {
+    pat.post<{ Querystring: { user_code: string; scope?: string } }>("/oauth2/device/approve", { schema: { querystring: userCodeQuery }, preParsing: ignoreEmptyBody }, async (request, reply) => {
       const { user, found } = lookup(request);
       return noStore(reply).send(decide(ctx, user, found, request.query.user_code, true, request.query.scope));
     });
 
-    pat.post<{ Querystring: { user_code: string } }>("/oauth2/device/deny", { schema: { querystring: userCodeQuery } }, async (request, reply) => {
+    pat.post<{ Querystring: { user_code: string } }>("/oauth2/device/deny", { schema: { querystring: userCodeQuery }, preParsing: ignoreEmptyBody }, async (request, reply) => {
       const { user, found } = lookup(request);
       return noStore(reply).send(decide(ctx, user, found, request.query.user_code, false));
     });
