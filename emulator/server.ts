@@ -60,6 +60,15 @@ export function buildServer(ctx: EmulatorContext): FastifyInstance {
     },
   });
   app.decorateRequest("principal", null);
+  // While closing, answers end their keep-alive connection, so the shutdown waits only
+  // for requests in flight, not for clients to hang up.
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onSend", async (_request, reply) => {
+    if (closing) reply.header("connection", "close");
+  });
   app.addHook("onRequest", async (request) => {
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400.
     if (request.headers.host === undefined && request.raw.httpVersion === "1.1") {
