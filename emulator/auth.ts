@@ -177,10 +177,15 @@ function parseBasic(encoded: string): { id: string; secret: string } | null {
 }
 
 export function sessionCookie(header: string | undefined): string | null {
+  return cookieValue(header, SESSION_COOKIE);
+}
+
+/** The value of the cookie `name` in a Cookie header, or null. */
+export function cookieValue(header: string | undefined, name: string): string | null {
   if (!header) return null;
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === SESSION_COOKIE) return part.slice(eq + 1).trim();
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return null;
 }

@@ -15,6 +15,8 @@ export interface EmulatorConfig {
   seedUserId: string | null;
   /** HMAC key for the consent pages' CSRF tokens; new each start. */
   csrfKey: Buffer;
+  /** Wall-time budget of one GraphQL execution, ms. */
+  graphqlTimeBudgetMs: number;
 }
 
 export interface EmulatorContext {

@@ -6,6 +6,7 @@ import { Clock } from "./clock.js";
 import type { EmulatorContext } from "./context.js";
 import { randomKey } from "./secrets.js";
 import { seed as seedStore, type EmulatorSeed, type SeededUser } from "./seed.js";
+import { GRAPHQL_LIMITS } from "./graphqlLimits.js";
 import { buildServer } from "./server.js";
 import { Store } from "./store.js";
 
@@ -27,7 +28,13 @@ export interface EmulatorOptions {
   testClock?: boolean;
   /** Device-flow polling interval in seconds (default 5; fractions allowed for tests). */
   deviceInterval?: number;
+  /** Wall-time budget of one /dashboard/graphql execution in ms (default 2000). */
+  graphqlTimeBudgetMs?: number;
+  /** close() lets requests in flight finish for at most this long, then cuts them (default 10000 ms). */
+  shutdownGraceMs?: number;
 }
+
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 
 export interface RunningEmulator {
   /** e.g. http://127.0.0.1:41873 (no trailing slash); also the OAuth issuer. */
@@ -37,7 +44,7 @@ export interface RunningEmulator {
   seed: EmulatorSeed | null;
   /** Every seeded person with a dashboard session (empty without seed); [0] is the owner. */
   seedUsers: SeededUser[];
-  /** Stops the server and closes the database. Safe to call twice. */
+  /** Stops accepting connections, lets requests in flight finish (bounded grace), closes the database. Safe to call twice. */
   close(): Promise<void>;
 }
 
@@ -67,6 +74,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       deviceIntervalSeconds: deviceInterval,
       seedUserId: null,
       csrfKey: randomKey(),
+      graphqlTimeBudgetMs: options.graphqlTimeBudgetMs ?? GRAPHQL_LIMITS.timeBudgetMs,
     },
   };
   const app = buildServer(ctx);
@@ -85,7 +93,16 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       seed: seeded ? { CLOUD_BASE_URL: ctx.config.baseUrl, ...seeded.seed } : null,
       seedUsers: seeded?.users ?? [],
       close() {
-        closed ??= app.close().finally(() => store.close());
+        closed ??= (async () => {
+          // Requests in flight may finish within the grace; then every connection is cut.
+          const cut = setTimeout(() => app.server.closeAllConnections(), options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
+          try {
+            await app.close();
+          } finally {
+            clearTimeout(cut);
+            store.close();
+          }
+        })();
         return closed;
       },
     };

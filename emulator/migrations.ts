@@ -107,4 +107,6 @@ export const MIGRATIONS: readonly string[] = [
     amount INTEGER NOT NULL, currency TEXT NOT NULL, created_at INTEGER NOT NULL,
     UNIQUE (voucher_id, user_id));
   `,
+  // 2: RFC 7591 client_name, shown on the consent pages.
+  `ALTER TABLE oauth_clients ADD COLUMN name TEXT;`,
 ];

@@ -5,8 +5,10 @@
 // (Globex, no subscription) whose resources the first team's PAT must not reach.
 //
 // The records are created once per database; seeding a database again (a restart with
-// --db and --seed) reuses them and issues fresh secrets (PAT, sessions, key, voucher),
-// since the old ones are only stored as hashes and cannot be printed again.
+// --db and --seed) reuses them and issues fresh secrets (PAT, sessions, key, voucher
+// code), since the old ones are only stored as hashes and cannot be printed again. The
+// previous seed's PAT, sessions and key are deleted and its voucher gets the new code
+// (claims kept), so restarts never pile up credentials; the old secrets stop working.
 import type { Clock } from "./clock.js";
 import { issueSecret, newId, newVoucherCode, normalizeVoucherCode, sha256 } from "./secrets.js";
 import { INVITATION_TTL_SECONDS } from "./routes/team.js";
@@ -45,7 +47,16 @@ export interface SeedResult {
   otherWorkspaceId: string;
 }
 
+/** What the last seeding issued, to be replaced by the next one. */
+interface SeedCredentials {
+  sessions: string[];
+  pat: string;
+  instanceKey: string;
+  voucher: string;
+}
+
 interface SeedIds {
+  credentials?: SeedCredentials;
   teamId: string;
   workspaceId: string;
   otherTeamId: string;
@@ -107,34 +118,42 @@ export function seed(store: Store, clock: Clock): SeedResult {
     const saved = store.getMeta("seed");
     const ids: SeedIds = saved ? (JSON.parse(saved) as SeedIds) : createRecords(store, now);
     const owner = ids.users[0]!;
+    const previous = ids.credentials;
+    if (previous) store.deleteSeedCredentials({ sessions: previous.sessions, pat: previous.pat, instanceKey: previous.instanceKey });
+    const issued: SeedCredentials = { sessions: [], pat: newId("pat"), instanceKey: newId("irk"), voucher: previous?.voucher ?? newId("vch") };
 
     const users: SeededUser[] = ids.users.map((u) => {
       const session = issueSecret("session");
-      store.insertSession({ id: newId("sess"), selector: session.selector, secret_hash: session.hash, user_id: u.id, expires_at: now + SESSION_TTL_SECONDS, created_at: now });
+      const sessionId = newId("sess");
+      issued.sessions.push(sessionId);
+      store.insertSession({ id: sessionId, selector: session.selector, secret_hash: session.hash, user_id: u.id, expires_at: now + SESSION_TTL_SECONDS, created_at: now });
       const row = store.user(u.id)!;
       return { id: u.id, email: row.email, name: row.name, teamId: u.teamId, role: u.role, useSeat: u.useSeat, session: session.value };
     });
 
     const pat = issueSecret("pat");
     store.insertPat({
-      id: newId("pat"), selector: pat.selector, secret_hash: pat.hash, user_id: owner.id, team_id: ids.teamId,
+      id: issued.pat, selector: pat.selector, secret_hash: pat.hash, user_id: owner.id, team_id: ids.teamId,
       name: "seed", expires_at: now + PAT_DEFAULT_TTL_SECONDS, revoked_at: null, created_at: now,
     });
 
     // The instance "acme-ci" is created by the first registration with a key naming it.
     const key = issueSecret("instanceRegistrationKey");
     store.insertInstanceKey({
-      id: newId("irk"), selector: key.selector, secret_hash: key.hash, workspace_id: ids.workspaceId,
+      id: issued.instanceKey, selector: key.selector, secret_hash: key.hash, workspace_id: ids.workspaceId,
       instance_name: "acme-ci", instance_id: null, created_at: now,
     });
 
     const voucher = newVoucherCode();
-    store.insertVoucher({
-      id: newId("vch"), code_hash: sha256(normalizeVoucherCode(voucher)), amount: 5000, currency: "usd",
-      max_claims: 100, expires_at: now + 365 * DAY, created_at: now,
-    });
+    const voucherHash = sha256(normalizeVoucherCode(voucher));
+    if (!store.renewVoucher(issued.voucher, voucherHash, now + 365 * DAY)) {
+      store.insertVoucher({
+        id: issued.voucher, code_hash: voucherHash, amount: 5000, currency: "usd",
+        max_claims: 100, expires_at: now + 365 * DAY, created_at: now,
+      });
+    }
 
-    store.setMeta("seed", JSON.stringify(ids));
+    store.setMeta("seed", JSON.stringify({ ...ids, credentials: issued }));
     return {
       seed: {
         CLOUD_PAT: pat.value,

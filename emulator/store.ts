@@ -36,6 +36,8 @@ export interface InstanceKeyRow {
 export interface ClientRow {
   id: string; secret_hash: Buffer | null; instance_id: string; auth_method: string;
   grant_types: string; scope: string; redirect_uris: string; ip: string; issued_at: number; updated_at: number;
+  /** RFC 7591 client_name, or null. */
+  name: string | null;
 }
 export type DeviceStatus = "pending" | "approved" | "denied" | "consumed";
 export interface DeviceRow {
@@ -63,6 +65,15 @@ export interface ClaimRow { id: string; voucher_id: string; user_id: string; amo
 
 type Params = readonly unknown[];
 
+/** How long one statement waits for another process's lock, and how many times it tries. */
+export const BUSY_TIMEOUT_MS = 5000;
+const BUSY_ATTEMPTS = 3;
+
+/** SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, …): another connection holds the lock. */
+export function isBusy(error: unknown): boolean {
+  return error instanceof Database.SqliteError && error.code.startsWith("SQLITE_BUSY");
+}
+
 export class Store {
   readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
@@ -74,20 +85,25 @@ export class Store {
       this.db.pragma("synchronous = FULL");
     }
     this.db.pragma("foreign_keys = ON");
-    this.db.pragma("busy_timeout = 5000");
+    this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     this.migrate();
   }
 
   private migrate(): void {
-    const version = this.db.pragma("user_version", { simple: true }) as number;
-    if (version > MIGRATIONS.length) {
-      throw new Error(`database schema version ${version} is newer than this emulator (${MIGRATIONS.length})`);
-    }
-    for (let step = version; step < MIGRATIONS.length; step++) {
-      this.db.transaction(() => {
-        this.db.exec(MIGRATIONS[step]!);
-        this.db.pragma(`user_version = ${step + 1}`);
-      })();
+    // One step per IMMEDIATE transaction that re-reads the version under the write lock,
+    // so two processes opening one new file at once apply each step exactly once.
+    for (;;) {
+      const done = this.withBusyRetry(() => this.db.transaction(() => {
+        const version = this.db.pragma("user_version", { simple: true }) as number;
+        if (version > MIGRATIONS.length) {
+          throw new Error(`database schema version ${version} is newer than this emulator (${MIGRATIONS.length})`);
+        }
+        if (version === MIGRATIONS.length) return true;
+        this.db.exec(MIGRATIONS[version]!);
+        this.db.pragma(`user_version = ${version + 1}`);
+        return false;
+      }).immediate());
+      if (done) return;
     }
   }
 
@@ -99,9 +115,29 @@ export class Store {
     if (this.db.open) this.db.close();
   }
 
-  /** Runs `fn` in one transaction: all of its writes land, or none. */
+  /**
+   * Runs `fn` in one transaction: all of its writes land, or none. IMMEDIATE: the write
+   * lock is taken at BEGIN, where SQLite's busy timeout waits for another process's
+   * writer. (A DEFERRED transaction that reads and then writes fails at once with
+   * SQLITE_BUSY when another process wrote in between; the busy handler cannot help it.)
+   */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    return this.withBusyRetry(() => this.db.transaction(fn).immediate());
+  }
+
+  /**
+   * Runs `work`, again when another process held the database past the busy timeout.
+   * Each attempt already waited BUSY_TIMEOUT_MS; after the last one the SQLITE_BUSY error
+   * goes on (the API answers it with 503 database_busy).
+   */
+  private withBusyRetry<T>(work: () => T): T {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return work();
+      } catch (error) {
+        if (!isBusy(error) || attempt >= BUSY_ATTEMPTS) throw error;
+      }
+    }
   }
 
   private prepare(sql: string): Database.Statement {
@@ -119,7 +155,10 @@ export class Store {
     return this.prepare(sql).all(...params) as T[];
   }
   private run(sql: string, ...params: Params): number {
-    return this.prepare(sql).run(...params).changes;
+    // Outside a transaction a write is its own transaction: retried like one. Inside one,
+    // the lock is already held, and a retry must be of the whole transaction.
+    if (this.db.inTransaction) return this.prepare(sql).run(...params).changes;
+    return this.withBusyRetry(() => this.prepare(sql).run(...params).changes);
   }
   /** Inserts one row from an object whose keys are column names. */
   private insert(table: string, row: object): void {
@@ -261,10 +300,10 @@ export class Store {
   client(id: string): ClientRow | undefined {
     return this.get("SELECT * FROM oauth_clients WHERE id = ?", id);
   }
-  updateClient(id: string, fields: Pick<ClientRow, "grant_types" | "scope" | "redirect_uris" | "updated_at">): void {
+  updateClient(id: string, fields: Pick<ClientRow, "grant_types" | "scope" | "redirect_uris" | "name" | "updated_at">): void {
     this.run(
-      "UPDATE oauth_clients SET grant_types = ?, scope = ?, redirect_uris = ?, updated_at = ? WHERE id = ?",
-      fields.grant_types, fields.scope, fields.redirect_uris, fields.updated_at, id,
+      "UPDATE oauth_clients SET grant_types = ?, scope = ?, redirect_uris = ?, name = ?, updated_at = ? WHERE id = ?",
+      fields.grant_types, fields.scope, fields.redirect_uris, fields.name, fields.updated_at, id,
     );
   }
 
@@ -324,6 +363,17 @@ export class Store {
 
   // --- vouchers ----------------------------------------------------------------------
   insertVoucher(row: VoucherRow): void { this.insert("vouchers", row); }
+  /** A voucher's new code and validity (re-seeding: same voucher, its claims kept). */
+  renewVoucher(id: string, codeHash: Buffer, expiresAt: number): boolean {
+    return this.run("UPDATE vouchers SET code_hash = ?, expires_at = ? WHERE id = ?", codeHash, expiresAt, id) > 0;
+  }
+
+  /** Removes credentials the seed issued before (re-seeding replaces them). */
+  deleteSeedCredentials(ids: { sessions: readonly string[]; pat: string; instanceKey: string }): void {
+    for (const id of ids.sessions) this.run("DELETE FROM sessions WHERE id = ?", id);
+    this.run("DELETE FROM pats WHERE id = ?", ids.pat);
+    this.run("DELETE FROM instance_keys WHERE id = ?", ids.instanceKey);
+  }
   voucherByCode(codeHash: Buffer): VoucherRow | undefined {
     return this.get("SELECT * FROM vouchers WHERE code_hash = ?", codeHash);
   }

@@ -10,7 +10,9 @@ import {
 import { SESSION_COOKIE } from "../auth.js";
 import type { EmulatorContext, PluginOptions } from "../context.js";
 import { errorHandler, HttpError } from "../errors.js";
+import { checkDocumentCost, checkQueryText, enforceTimeBudget, GraphQLLimitError, parseOptions, type Deadline } from "../graphqlLimits.js";
 import { messagePage, signInPage } from "../pages.js";
+import { crossOriginRequest, loginFormToken, loginFormValid, safeReturnTo } from "../signIn.js";
 import { issueSecret, newId } from "../secrets.js";
 import type { PatRow, UserRow } from "../store.js";
 
@@ -19,9 +21,18 @@ export const PAT_DEFAULT_TTL_SECONDS = 90 * 24 * 3600;
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
+const RFC3339_PARTS = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})/;
+
+/** Whether the date and time fields name a real instant (Date.parse rolls 2030-02-30 over to March 2). */
+function realDateTime(value: string): boolean {
+  const [, y, mo, d, h, mi, s] = RFC3339_PARTS.exec(value)!.map(Number);
+  const daysInMonth = new Date(Date.UTC(y!, mo!, 0)).getUTCDate();
+  return mo! >= 1 && mo! <= 12 && d! >= 1 && d! <= daysInMonth && h! <= 23 && mi! <= 59 && s! <= 60;
+}
+
 function parseDateTime(value: unknown): number {
-  const ms = typeof value === "string" && RFC3339.test(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(ms)) throw new GraphQLError("DateTime must be an RFC 3339 date-time, e.g. 2030-01-31T12:00:00Z");
+  const ms = typeof value === "string" && RFC3339.test(value) && realDateTime(value) ? Date.parse(value) : Number.NaN;
+  if (Number.isNaN(ms)) throw new GraphQLError("DateTime must be an RFC 3339 date-time of a real date, e.g. 2030-01-31T12:00:00Z");
   return Math.floor(ms / 1000);
 }
 
@@ -37,7 +48,7 @@ const DateTime = new GraphQLScalarType<number, string>({
   },
 });
 
-interface GraphQLContext {
+interface GraphQLContext extends Deadline {
   ctx: EmulatorContext;
   user: UserRow;
 }
@@ -107,7 +118,9 @@ export const dashboardSchema = new GraphQLSchema({
         resolve(_s, { input }: { input: { name: string; teamId: string; expiresAt?: number | null } }, { ctx, user }): PatSource {
           const now = ctx.clock.now();
           const name = input.name.trim();
-          if (name.length === 0 || name.length > 100) throw gqlError("BAD_USER_INPUT", "name must be 1 to 100 characters");
+          // Characters are code points: 100 emoji are 100 characters, not 200 UTF-16 units.
+          const length = [...name].length;
+          if (length === 0 || length > 100) throw gqlError("BAD_USER_INPUT", "name must be 1 to 100 characters");
           if (!ctx.store.roleOf(input.teamId, user.id)) throw gqlError("NOT_FOUND", "no such team");
           const expiresAt = input.expiresAt ?? now + PAT_DEFAULT_TTL_SECONDS;
           if (expiresAt <= now) throw gqlError("BAD_USER_INPUT", "expiresAt must be in the future");
@@ -133,6 +146,15 @@ export const dashboardSchema = new GraphQLSchema({
     },
   }),
 });
+
+enforceTimeBudget(dashboardSchema);
+
+/** A parse error or a refused limit as one GraphQL error; anything else is a generic parse failure. */
+function requestError(error: unknown): object {
+  if (error instanceof GraphQLLimitError) return { message: error.message, extensions: { code: error.code } };
+  if (error instanceof GraphQLError) return { ...error.toJSON(), extensions: { code: "GRAPHQL_PARSE_FAILED", ...error.extensions } };
+  return { message: "the query could not be parsed", extensions: { code: "GRAPHQL_PARSE_FAILED" } };
+}
 
 const graphqlBody = {
   type: "object",
@@ -163,9 +185,11 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
       if (!user) throw new HttpError(401, "unauthenticated", `a valid ${SESSION_COOKIE} cookie is required`);
       let document: DocumentNode;
       try {
-        document = parse(request.body.query);
+        checkQueryText(request.body.query);
+        document = parse(request.body.query, parseOptions);
+        checkDocumentCost(dashboardSchema, document);
       } catch (error) {
-        return reply.status(400).send({ errors: [(error as GraphQLError).toJSON()] });
+        return reply.status(400).send({ errors: [requestError(error)] });
       }
       const validationErrors = validate(dashboardSchema, document);
       if (validationErrors.length > 0) return reply.status(400).send({ errors: validationErrors.map((e) => e.toJSON()) });
@@ -174,8 +198,9 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
         document,
         variableValues: request.body.variables ?? undefined,
         operationName: request.body.operationName ?? undefined,
-        contextValue: { ctx, user } satisfies GraphQLContext,
+        contextValue: { ctx, user, deadline: Date.now() + ctx.config.graphqlTimeBudgetMs } satisfies GraphQLContext,
       });
+      if (result.errors?.some((e) => e.extensions.code === "TIME_BUDGET_EXCEEDED")) return reply.status(400).send(result);
       // GraphQL over HTTP: a request that never reached execution (bad variables, unknown
       // operation) has no `data` and is a 400; execution errors ride along with data.
       return reply.status("data" in result ? 200 : 400).send(result);
@@ -185,9 +210,11 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
   app.register(async (pages) => {
     pages.removeAllContentTypeParsers();
     await pages.register(formbody);
+    const { csrfKey } = ctx.config;
     pages.get<{ Querystring: { return_to?: string } }>("/dashboard/login", {
       schema: { querystring: { type: "object", properties: { return_to: { type: "string", maxLength: 4096 } } } },
-    }, async (request, reply) => signInPage(reply, safeReturnTo(request.query.return_to)));
+    }, async (request, reply) =>
+      signInPage(reply, { returnTo: safeReturnTo(request.query.return_to), loginToken: loginFormToken(csrfKey, request, reply) }));
 
     pages.get("/dashboard", async (request, reply) => {
       const user = ctx.auth.sessionUser(request);
@@ -195,26 +222,31 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
       return messagePage(reply, 200, "Dashboard", `Signed in as ${user.email}.`);
     });
 
-    pages.post<{ Body: { session?: string; return_to?: string } }>("/dashboard/login", {
+    pages.post<{ Body: { session?: string; return_to?: string; login_token?: string } }>("/dashboard/login", {
       schema: {
         body: {
           type: "object",
-          properties: { session: { type: "string", maxLength: 200 }, return_to: { type: "string", maxLength: 4096 } },
+          properties: {
+            session: { type: "string", maxLength: 200 }, return_to: { type: "string", maxLength: 4096 }, login_token: { type: "string", maxLength: 200 },
+          },
         },
       },
     }, async (request, reply) => {
       const returnTo = safeReturnTo(request.body.return_to);
+      if (crossOriginRequest(request) || !loginFormValid(csrfKey, request, request.body.login_token)) {
+        return signInPage(reply, {
+          returnTo, loginToken: loginFormToken(csrfKey, request, reply), status: 403,
+          error: "This sign-in form did not come from the emulator's own page (or it is stale). Sign in here instead.",
+        });
+      }
       const session = (request.body.session ?? "").trim();
       const user = ctx.auth.userOfSession(session);
-      if (!user) return signInPage(reply, returnTo, 401, "That session token is not valid.");
+      if (!user) {
+        return signInPage(reply, { returnTo, loginToken: loginFormToken(csrfKey, request, reply), status: 401, error: "That session token is not valid." });
+      }
       return reply
         .header("set-cookie", `${SESSION_COOKIE}=${session}; Path=/; HttpOnly; SameSite=Lax`)
         .redirect(returnTo, 303);
     });
   });
-}
-
-/** Only same-origin paths, so the sign-in page is no open redirector. */
-function safeReturnTo(value: string | undefined): string {
-  return value && value.startsWith("/") && !value.startsWith("//") && !value.startsWith("/\\") ? value : "/dashboard";
 }

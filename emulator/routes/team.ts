@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { teamMember, type PatPrincipal } from "../auth.js";
 import type { EmulatorContext, PluginOptions } from "../context.js";
 import { conflict, forbidden, notFound } from "../errors.js";
-import { deletion, deletionSchema, idParams, noBody, noQuery, timestamp } from "../schemas.js";
+import { bodiless, deletion, deletionSchema, idParams, noQuery, timestamp } from "../schemas.js";
 import { newId } from "../secrets.js";
 import type { InvitationRow, MemberRow, SubscriptionRow, TeamRow } from "../store.js";
 
@@ -149,7 +149,7 @@ export async function teamRoutes(app: FastifyInstance, { ctx }: PluginOptions): 
 
   app.delete<{ Params: { invitation_id: string } }>("/team/invitations/:invitation_id", {
     schema: { querystring: noQuery, params: idParams("invitation_id", "inv"), response: { 200: deletionSchema } },
-    preValidation: noBody,
+    ...bodiless,
   }, async (request) => {
     const { teamId } = admin(request);
     const invitation = store.invitation(teamId, request.params.invitation_id);
@@ -173,7 +173,7 @@ export async function teamRoutes(app: FastifyInstance, { ctx }: PluginOptions): 
 
   app.delete<{ Params: { user_id: string } }>("/team/users/:user_id", {
     schema: { querystring: noQuery, params: userParams, response: { 200: deletionSchema } },
-    preValidation: noBody,
+    ...bodiless,
   }, async (request) => {
     const { teamId } = admin(request);
     store.transaction(() => {
@@ -199,7 +199,7 @@ export async function teamRoutes(app: FastifyInstance, { ctx }: PluginOptions): 
       return store.member(teamId, target.user_id)!;
     }));
   };
-  const seatRoute = { schema: { querystring: noQuery, params: userParams, response: { 200: teamUserSchema } }, preValidation: noBody };
+  const seatRoute = { schema: { querystring: noQuery, params: userParams, response: { 200: teamUserSchema } }, ...bodiless };
   app.put<{ Params: { user_id: string } }>("/team/users/:user_id/seat", seatRoute, async (request) => changeSeat(request, true));
   app.delete<{ Params: { user_id: string } }>("/team/users/:user_id/seat", seatRoute, async (request) => changeSeat(request, false));
 }

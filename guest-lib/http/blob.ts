@@ -29,19 +29,19 @@ export interface FileOpts extends BlobOpts {
 }
 
 /**
- * File API: a type with characters outside U+0020-U+007E is ignored; otherwise it is
- * lower-cased up to its parameters, whose values keep their case (WPT File-constructor:
- * "text/plain;charset=UTF-8" stays as is, "TEXT/PLAIN" becomes "text/plain").
+ * File API §3.1 and §4.1: a type with characters outside U+0020-U+007E is ignored;
+ * otherwise every character is lower-cased, parameters included ("TEXT/PLAIN" and
+ * "text/plain;charset=UTF-8" become "text/plain" and "text/plain;charset=utf-8"), as in
+ * Node and the browsers.
  */
 function normalizeType(type: unknown): string {
   const s = toStringValue(type);
   if (/[^\x20-\x7e]/.test(s)) return "";
-  const semicolon = s.indexOf(";");
-  return semicolon < 0 ? s.toLowerCase() : s.slice(0, semicolon).toLowerCase() + s.slice(semicolon);
+  return s.toLowerCase();
 }
 
 let blobBytes: (blob: Blob) => Uint8Array;
-let setBytes: (blob: Blob, bytes: Uint8Array) => void;
+let setBytes: (blob: Blob, bytes: Uint8Array, type?: string) => void;
 export let isBlob: (value: unknown) => value is Blob;
 
 /** File API "process blob parts", reading options in WebIDL order (endings, then type). */
@@ -104,8 +104,7 @@ export class Blob {
     };
     const from = relative(start, 0);
     const to = relative(end, size);
-    // File API slice step 4: the whole contentType is lower-cased, parameters included
-    // (unlike the constructor's type, whose parameter values keep their case: WPT tests both).
+    // File API slice step 4: the whole contentType is lower-cased, like the constructor's type.
     const type = contentType === undefined ? "" : toStringValue(contentType).toLowerCase();
     const blob = new Blob([], { type });
     blob.#bytes = this.#bytes.subarray(from, Math.max(from, to));
@@ -127,7 +126,10 @@ export class Blob {
   static {
     blobBytes = (blob) => blob.#bytes;
     isBlob = (value): value is Blob => typeof value === "object" && value !== null && #bytes in value;
-    setBytes = (blob, bytes) => void (blob.#bytes = bytes);
+    setBytes = (blob, bytes, type) => {
+      blob.#bytes = bytes;
+      if (type !== undefined) blob.#type = type;
+    };
   }
 }
 
@@ -174,16 +176,19 @@ webidlInterface(File, 2);
 /** The bytes of a Blob, shared: callers must not write to them. */
 export { blobBytes };
 
-/** A Blob over bytes the caller gives up (no copy). */
+/**
+ * A Blob over bytes the caller gives up (no copy). `type` is used as given: a body's
+ * blob() has Fetch's serialized MIME type, whose parameter values keep their case.
+ */
 export function createBlob(bytes: Uint8Array, type: string): Blob {
-  const blob = new Blob([], { type });
-  setBytes(blob, bytes);
+  const blob = new Blob([]);
+  setBytes(blob, bytes, type);
   return blob;
 }
 
-/** A File over bytes the caller gives up (no copy). */
+/** A File over bytes the caller gives up (no copy), its type used as given. */
 export function createFile(bytes: Uint8Array, name: string, type: string, lastModified?: number): File {
-  const file = new File([], name, { type, lastModified });
-  setBytes(file, bytes);
+  const file = new File([], name, { lastModified });
+  setBytes(file, bytes, type);
   return file;
 }

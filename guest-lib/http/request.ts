@@ -1,5 +1,5 @@
-// Fetch §5.4 Request. Per the spec: `cache` is always "no-cache", `mode` "navigate",
-// `keepalive` false, and `body` is a Blob (or null) rather than a stream. RequestInit
+// Fetch §5.4 Request. Per the spec: `cache` is always "no-cache", `mode` "navigate", and
+// `body` is a Blob (or null) rather than a stream; `keepalive` is kept as given. RequestInit
 // members the standard defines are still validated, so that invalid values fail as they
 // do in browsers, Deno and Node.
 import { AbortController, AbortSignal } from "scriptbox:web";
@@ -34,6 +34,7 @@ interface RequestSlots {
   referrer: string;
   referrerPolicy: string;
   integrity: string;
+  keepalive: boolean;
 }
 
 // Only a URL with "@" before its path can carry credentials.
@@ -77,9 +78,12 @@ export class Request {
     if (opts.duplex !== undefined) toEnum(opts.duplex, "half", "Request duplex");
     const headersInit = opts.headers;
     const integrity = opts.integrity === undefined ? undefined : toStringValue(opts.integrity);
-    void opts.keepalive; // read as the IDL does; keepalive is always false here
+    const keepalive = opts.keepalive === undefined ? undefined : Boolean(opts.keepalive);
     const method = opts.method === undefined ? undefined : toByteString(opts.method);
-    const mode = opts.mode === undefined ? undefined : toEnum(opts.mode, "same-origin,no-cors,cors,navigate", "Request mode");
+    // A Request passed as init (`new Request(url, otherRequest)`) reports mode "navigate",
+    // as every request here does; that is its constant, not a request for navigation.
+    const modeOption = isRequest(init) ? undefined : opts.mode;
+    const mode = modeOption === undefined ? undefined : toEnum(modeOption, "same-origin,no-cors,cors,navigate", "Request mode");
     if (opts.priority !== undefined) toEnum(opts.priority, "high,low,auto", "Request priority");
     const redirect = opts.redirect === undefined ? undefined : toEnum(opts.redirect, "follow,error,manual", "Request redirect");
     const referrer = opts.referrer === undefined ? undefined : toStringValue(opts.referrer);
@@ -88,7 +92,8 @@ export class Request {
         ? undefined
         : toEnum(opts.referrerPolicy, ",no-referrer,no-referrer-when-downgrade,same-origin,origin,strict-origin,origin-when-cross-origin,strict-origin-when-cross-origin,unsafe-url", "Request referrerPolicy");
     const signal = opts.signal;
-    const urlOption = opts.url === undefined ? undefined : toStringValue(opts.url);
+    // (`url` is this module's own init member; a Request as init has its url getter instead.)
+    const urlOption = opts.url === undefined || isRequest(init) ? undefined : toStringValue(opts.url);
     if (opts.window !== undefined && opts.window !== null) throw new TypeErrorCtor("Request: window can only be null");
 
     const slots: RequestSlots = {
@@ -105,6 +110,7 @@ export class Request {
       referrer: source ? source.referrer : "about:client",
       referrerPolicy: referrerPolicy ?? (source ? source.referrerPolicy : ""),
       integrity: integrity ?? (source ? source.integrity : ""),
+      keepalive: keepalive ?? (source ? source.keepalive : false),
     };
     if (referrer !== undefined) {
       if (referrer === "") slots.referrer = "";
@@ -145,10 +151,12 @@ export class Request {
     if (hasInitBody || !inputBody) slots.body = newBodyState(hasInitBody ? body : null, slots.headers);
     else {
       if (inputBody.used) throw new TypeErrorCtor("Request: the input request's body has already been used");
-      // The new request takes the body over; the input becomes used (Fetch: disturbed).
+      // The new request takes the body over (Fetch §5.4 step 44).
       slots.body = { ...inputBody, headers: slots.headers };
-      inputBody.used = true;
     }
+    // Once construction can no longer fail, an input with a body is disturbed, whether its
+    // body was taken over or replaced by init's (WPT request-disturbed; browsers and Node).
+    if (inputBody) inputBody.used = true;
     this.#slots = slots;
     bodyStates.set(this, slots.body);
   }
@@ -188,8 +196,9 @@ export class Request {
   get integrity(): string {
     return this.#slots.integrity;
   }
+  /** Kept for scripts that read it; the transport does not need it (a run waits for its fetches anyway). */
   get keepalive(): boolean {
-    return !this.#slots;
+    return this.#slots.keepalive;
   }
   get isReloadNavigation(): boolean {
     return !this.#slots;

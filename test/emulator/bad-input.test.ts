@@ -146,9 +146,10 @@ describe("OAuth endpoints' bad input: RFC error bodies, no-store, nothing writte
   });
 
   it("unknown registration metadata is ignored (RFC 7591 §2), not an error", async () => {
-    const registered = await registerClient(emu, { grant_types: ["client_credentials"], client_name: "ignored", logo_uri: "https://x.example/l.png" });
+    const registered = await registerClient(emu, { grant_types: ["client_credentials"], logo_uri: "https://x.example/l.png", tos_uri: "https://x.example/tos" });
     expect(registered.client_id).toMatch(/^cli_/);
-    expect(registered).not.toHaveProperty("client_name");
+    expect(registered).not.toHaveProperty("logo_uri");
+    expect(registered).not.toHaveProperty("tos_uri");
   });
 
   it("device endpoints: PAT required, unknown user codes are 404, bad scope lists are invalid_scope", async () => {

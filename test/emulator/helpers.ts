@@ -139,3 +139,18 @@ export function basic(clientId: string, secret: string): string {
   const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, "+");
   return `Basic ${Buffer.from(`${enc(clientId)}:${enc(secret)}`).toString("base64")}`;
 }
+
+/** The sign-in form as a browser gets it: its login token and the nonce cookie it is bound to. */
+export async function loginForm(base: string): Promise<{ token: string; cookie: string }> {
+  const page = await call(base, "GET", "/dashboard/login");
+  const token = /name="login_token" value="([^"]+)"/.exec(page.text)?.[1];
+  const cookie = /^(SERVICE_LOGIN=[^;]+)/.exec(page.headers.get("set-cookie") ?? "")?.[1];
+  if (!token || !cookie) throw new Error(`no sign-in form: ${page.status} ${page.text.slice(0, 200)}`);
+  return { token, cookie };
+}
+
+/** Posts the sign-in form like the page does (same origin, with its token). */
+export async function postSignIn(base: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Answer> {
+  const { token, cookie } = await loginForm(base);
+  return call(base, "POST", "/dashboard/login", { body: new URLSearchParams({ login_token: token, ...fields }), cookie, headers });
+}

@@ -2,7 +2,7 @@
 // §2.1), the consent page, and refresh token rotation with reuse detection (RFC 9700 §4.14).
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { advanceClock, basic, client, form, registerClient, startTestEmulator, type TestEmulator } from "./helpers.js";
+import { advanceClock, basic, client, form, postSignIn, registerClient, startTestEmulator, type TestEmulator } from "./helpers.js";
 
 const REDIRECT = "http://127.0.0.1:9/callback";
 let emu: TestEmulator;
@@ -59,13 +59,13 @@ describe("GET /oauth2/authorize", () => {
     const page = await api("GET", login.pathname + login.search);
     expect(page.text).toContain('name="session"');
     // Signing in sets the cookie and goes back.
-    const signIn = await api("POST", "/dashboard/login", { body: form({ session: emu.seed.CLOUD_SESSION, return_to: path }) });
+    const signIn = await postSignIn(emu.baseUrl, { session: emu.seed.CLOUD_SESSION, return_to: path });
     expect(signIn.status).toBe(303);
     expect(signIn.headers.get("location")).toBe(path);
     expect(signIn.headers.get("set-cookie")).toMatch(/^SERVICE_SESSION=sbsess_.*HttpOnly; SameSite=Lax/);
-    expect((await api("POST", "/dashboard/login", { body: form({ session: "sbsess_bad", return_to: path }) })).status).toBe(401);
+    expect((await postSignIn(emu.baseUrl, { session: "sbsess_bad", return_to: path })).status).toBe(401);
     // No open redirect through return_to.
-    const offsite = await api("POST", "/dashboard/login", { body: form({ session: emu.seed.CLOUD_SESSION, return_to: "//evil.example/" }) });
+    const offsite = await postSignIn(emu.baseUrl, { session: emu.seed.CLOUD_SESSION, return_to: "//evil.example/" });
     expect(offsite.headers.get("location")).toBe("/dashboard");
   });
 

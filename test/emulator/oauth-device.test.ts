@@ -179,7 +179,8 @@ describe("the verification page (/device) with a dashboard session", () => {
     const csrf = /name="csrf_token" value="([^"]+)"/.exec(page.text)![1]!;
 
     const forged = await api("POST", "/device", { body: form({ user_code, decision: "approve", csrf_token: "forged" }), cookie });
-    expect(forged.status).toBe(400);
+    expect(forged.status).toBe(403);
+    expect(forged.headers.get("content-type")).toContain("text/html");
     expect((await poll(device_code)).body.error).toBe("authorization_pending");
 
     const approved = await api("POST", "/device", { body: form({ user_code, decision: "approve", csrf_token: csrf }), cookie });

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
@@ -96,16 +97,71 @@ describe("scriptbox emulator (CLI)", { timeout: 120_000 }, () => {
     const subscription = await call(second.baseUrl, "GET", "/api/v1/team/subscription", { token: pat });
     expect(subscription.body.seats_used).toBe(3);
 
-    // Seeding the same file again reuses the records and issues fresh credentials.
+    // Seeding the same file again reuses the records and replaces the seed's credentials;
+    // PATs people made are kept.
     second.child.kill("SIGKILL");
     await second.exited;
     const third = await startCli(["--db", db, "--seed"]);
     expect(third.seed.CLOUD_TEAM_ID).toBe(teamId);
     expect(third.seed.CLOUD_PAT).not.toBe(pat);
-    expect((await call(third.baseUrl, "GET", "/api/v1/team", { token: pat })).status).toBe(200);
+    expect((await call(third.baseUrl, "GET", "/api/v1/team", { token: pat })).status).toBe(401);
+    expect((await call(third.baseUrl, "GET", "/api/v1/user", { token: newPat.body.data.createPat.pat.token })).status).toBe(200);
     expect((await call(third.baseUrl, "GET", "/api/v1/team/users", { token: third.seed.CLOUD_PAT })).body).toHaveLength(5);
     third.child.kill("SIGTERM");
     expect((await third.exited).code).toBe(0);
+  });
+
+  it("two processes on one --db file serve concurrent writes with no 5xx, and each sees the other's", async () => {
+    const db = join(dir, "shared.sqlite");
+    const a = await startCli(["--db", db, "--seed"]);
+    const b = await startCli(["--db", db]);
+    const pat = a.seed.CLOUD_PAT!;
+    const statuses = new Map<number, number>();
+    const count = (status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    let created = 0;
+    // 8 workers, alternating processes, each creating and deleting invitations and PATs.
+    await Promise.all(Array.from({ length: 8 }, async (_, worker) => {
+      for (let i = 0; i < 20; i++) {
+        const base = (worker + i) % 2 === 0 ? a.baseUrl : b.baseUrl;
+        const other = base === a.baseUrl ? b.baseUrl : a.baseUrl;
+        const invite = await call(base, "POST", "/api/v1/team/invitations", { token: pat, json: { email: `w${worker}-${i}@acme.example`, role: "member", use_seat: false } });
+        count(invite.status);
+        if (invite.status === 201) {
+          created++;
+          count((await call(other, "DELETE", `/api/v1/team/invitations/${invite.body.id}`, { token: pat })).status);
+        }
+        const newPat = await graphql({ baseUrl: other } as never, a.seed.CLOUD_SESSION!, CREATE_PAT, { input: { name: `w${worker}-${i}`, teamId: a.seed.CLOUD_TEAM_ID } });
+        count(newPat.status);
+      }
+    }));
+    const failures = [...statuses].filter(([status]) => status >= 500);
+    expect(failures).toEqual([]);
+    expect(created).toBe(160);
+    a.child.kill("SIGTERM");
+    b.child.kill("SIGTERM");
+    expect((await a.exited).code).toBe(0);
+    expect((await b.exited).code).toBe(0);
+  });
+
+  it("SIGTERM lets a request in flight finish before the process exits", async () => {
+    const started = await startCli(["--seed"]);
+    const port = Number(new URL(started.baseUrl).port);
+    const body = JSON.stringify({ email: "in-flight@acme.example", role: "member", use_seat: false });
+    const socket = connect(port, "127.0.0.1");
+    let response = "";
+    socket.on("data", (chunk) => (response += chunk));
+    const closed = new Promise((resolve) => socket.on("close", resolve));
+    socket.write(`POST /api/v1/team/invitations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+      `Authorization: Bearer ${started.seed.CLOUD_PAT}\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    started.child.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    socket.write(body.slice(10));
+    await closed;
+    expect(response).toMatch(/^HTTP\/1\.1 201 /);
+    const { code, stderr } = await started.exited;
+    expect(code).toBe(0);
+    expect(stderr).toContain("stopped (SIGTERM)");
   });
 
   it("uses WAL on a file and records the schema version", async () => {

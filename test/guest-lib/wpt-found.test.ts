@@ -90,4 +90,54 @@ describe("standards rules found by further web-platform-tests", () => {
     // WPT fetch/api/request/request-init-001.sub.html "Check referrer init values ... cross-origin".
     expect(v).toEqual(["about:client", "https://app.example.test/from/here", "about:client", ""]);
   });
+
+  test("Fetch §5.4: a Request passed as init (new Request(url, request)) is copied, though every request here reports mode navigate", async () => {
+    const v = await guest<unknown[]>(`${THREW}
+      const original = new Request("https://a.test/one", { method: "POST", body: "payload", headers: { "x-a": "1" } });
+      const copy = new Request("https://a.test/two", original);
+      const withBody = new Request(original.url, { method: "PUT", body: "new" });
+      return [copy.method, copy.url, copy.headers.get("x-a"), await copy.text(), withBody.method,
+        threw(() => new Request("https://a.test/", { mode: "navigate" }))];`);
+    // WPT fetch/api/request/request-error: a dictionary asking for mode "navigate" is still a TypeError.
+    expect(v).toEqual(["POST", "https://a.test/two", "1", "payload", "PUT", "TypeError"]);
+  });
+
+  test("Fetch §5.4: an input Request with a body is disturbed by the new Request, also when init replaces the body, and only once construction succeeds", async () => {
+    const v = await guest<unknown[]>(`${THREW}
+      const taken = new Request("https://a.test/", { method: "POST", body: "a" });
+      const fromTaken = new Request(taken);
+      const replaced = new Request("https://a.test/", { method: "POST", body: "a" });
+      const fromReplaced = new Request(replaced, { body: "init body" });
+      const failed = new Request("https://a.test/", { method: "POST", body: "a" });
+      const failure = threw(() => new Request(failed, { method: "GET" }));
+      const used = new Request("https://a.test/", { method: "POST", body: "a" });
+      await used.text();
+      const overridden = new Request(used, { body: "req2" });
+      return [taken.bodyUsed, await fromTaken.text(), replaced.bodyUsed, await fromReplaced.text(),
+        failure, failed.bodyUsed, await overridden.text(), threw(() => new Request(used))];`);
+    // WPT request-disturbed "Input request used for creating new request became disturbed (even if body
+    // is not used)", "Request construction failure should not set bodyUsed", and
+    // request-constructor-init-body-override.
+    expect(v).toEqual([true, "a", true, "init body", "TypeError", false, "req2", "TypeError"]);
+  });
+
+  test("Fetch §5.4 Request.keepalive: kept as given, and carried by clone() and new Request(request)", async () => {
+    const v = await guest<unknown[]>(`
+      const r = new Request("https://a.test/", { keepalive: true });
+      return [new Request("https://a.test/").keepalive, r.keepalive, r.clone().keepalive, new Request(r).keepalive,
+        new Request(r, { keepalive: false }).keepalive];`);
+    expect(v).toEqual([false, true, true, true, false]);
+  });
+
+  test("File API §4.1: a File's (and Blob's) type is lower-cased in full, parameters included", async () => {
+    const v = await guest<unknown[]>(`
+      return [new File([], "f", { type: "text/plain;charset=UTF-8" }).type, new Blob([], { type: "TEXT/PLAIN;Charset=UTF-8" }).type,
+        new File([], "f", { type: "nonascii\u00EE" }).type];`);
+    expect(v).toEqual(["text/plain;charset=utf-8", "text/plain;charset=utf-8", ""]);
+  });
+
+  test("MessageChannel is not provided (a documented decision: one realm, nothing to message)", async () => {
+    const v = await guest<unknown[]>(`return [typeof MessageChannel, typeof MessagePort];`);
+    expect(v).toEqual(["undefined", "undefined"]);
+  });
 });

@@ -5,8 +5,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { invalidToken, sessionCookie } from "../../auth.js";
 import type { EmulatorContext, PluginOptions } from "../../context.js";
-import { HttpError } from "../../errors.js";
-import { consentPage, csrfToken, csrfValid, messagePage } from "../../pages.js";
+import { consentPage, csrfToken, csrfValid, errorPage } from "../../pages.js";
+import { describeRedirect, formActionSource } from "../../redirectUris.js";
 import { formatScope, parseScope } from "../../scopes.js";
 import { issueSecret, newId } from "../../secrets.js";
 import type { ClientRow, UserRow } from "../../store.js";
@@ -99,6 +99,11 @@ function autoConsentUser(ctx: EmulatorContext, request: FastifyRequest): UserRow
   return ctx.config.seedUserId ? (ctx.store.user(ctx.config.seedUserId) ?? null) : null;
 }
 
+function nothingToApprove(reply: FastifyReply): FastifyReply {
+  return errorPage(reply, 404, "Nothing to approve", "This authorization request is unknown, has expired (they last 10 minutes), was already answered, or belongs to another person.",
+    "Start again from the application that sent you here.");
+}
+
 export async function authorizeRoutes(app: FastifyInstance, { ctx }: PluginOptions): Promise<void> {
   const { store, clock, config } = ctx;
 
@@ -111,10 +116,14 @@ export async function authorizeRoutes(app: FastifyInstance, { ctx }: PluginOptio
     // RFC 6749 §4.1.2.1: without a known client and its exact redirect URI, tell the
     // person; redirecting anywhere would make us an open redirector.
     const client = typeof query.client_id === "string" ? store.client(query.client_id) : undefined;
-    if (!client) return messagePage(reply, 400, "Invalid request", "Unknown or missing client_id.");
+    if (!client) {
+      return errorPage(reply, 400, "Unknown application", "The link names no application registered with the emulator (client_id is unknown or missing).",
+        "Go back to the application and check its client_id.");
+    }
     const redirectUri = query.redirect_uri;
     if (typeof redirectUri !== "string" || !redirectUrisOf(client).includes(redirectUri)) {
-      return messagePage(reply, 400, "Invalid request", "redirect_uri is missing or is not registered for this client.");
+      return errorPage(reply, 400, "Unknown return address", "redirect_uri is missing or is not one the application registered, so the emulator will not send you there.",
+        "Go back to the application; its redirect_uri must match a registered one exactly.");
     }
     const state = typeof query.state === "string" ? query.state : undefined;
     let checked: { scope: string; codeChallenge: string | null };
@@ -155,17 +164,19 @@ export async function authorizeRoutes(app: FastifyInstance, { ctx }: PluginOptio
 
   app.get<{ Params: { id: string } }>("/oauth2/consent/:id", { schema: { params: consentParams } }, async (request, reply) => {
     const found = pending(request);
-    if (!found) return messagePage(reply, 404, "Nothing to approve", "This authorization request is unknown, expired, or not yours.");
+    if (!found) return nothingToApprove(reply);
     const { instance, workspace } = clientHome(ctx, found.client);
     return consentPage(reply, {
       action: `/oauth2/consent/${found.row.id}`,
       csrfToken: csrfToken(config.csrfKey, found.session, found.row.id),
       userEmail: found.user.email,
+      clientName: found.client.name,
       clientId: found.client.id,
       instanceName: instance.name,
       workspaceName: workspace.name,
       scopes: parseScope(found.row.scope),
-      note: `Approving sends you back to ${new URL(found.row.redirect_uri).origin}.`,
+      notes: [describeRedirect(found.row.redirect_uri)],
+      formTargets: [formActionSource(found.row.redirect_uri)],
     });
   });
 
@@ -173,9 +184,9 @@ export async function authorizeRoutes(app: FastifyInstance, { ctx }: PluginOptio
     schema: { params: consentParams, body: { type: "object", required: ["decision"], properties: { decision: { type: "string" }, csrf_token: { type: "string" } } } },
   }, async (request, reply) => {
     const found = pending(request);
-    if (!found) return messagePage(reply, 404, "Nothing to approve", "This authorization request is unknown, expired, or not yours.");
+    if (!found) return nothingToApprove(reply);
     if (!csrfValid(config.csrfKey, found.session, found.row.id, request.body.csrf_token)) {
-      throw new HttpError(403, "access_denied", "the consent form's CSRF token is missing or wrong");
+      return errorPage(reply, 403, "Form refused", "This consent form was not sent from the emulator's own page, or it belongs to another sign-in.");
     }
     const { row, client, user } = found;
     store.deleteAuthRequest(row.id);

@@ -7,6 +7,7 @@ import { errorHandler, HttpError, oauthError } from "../../errors.js";
 import { issueSecret, matchesHash, newId, selectorOf } from "../../secrets.js";
 import { DEFAULT_CLIENT_SCOPE, formatScope, parseScope, unknownScopes } from "../../scopes.js";
 import type { ClientRow, InstanceRow, WorkspaceRow } from "../../store.js";
+import { redirectKind } from "../../redirectUris.js";
 
 export const GRANT = {
   authorizationCode: "authorization_code",
@@ -51,25 +52,12 @@ export function grantableScope(requested: string | undefined, allowed: readonly 
   return scopes;
 }
 
-/** RFC 8252 / RFC 9700 §2.1: https, http only on loopback, or a private-use scheme (com.example.app:/cb). */
-function acceptableRedirectUri(value: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return false;
-  }
-  if (url.hash || value.includes("#")) return false;
-  if (url.protocol === "https:") return true;
-  if (url.protocol === "http:") return ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
-  return /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]+:$/i.test(url.protocol);
-}
-
 const metadataProperties = {
   grant_types: { type: "array", minItems: 1, maxItems: 8, items: { type: "string", maxLength: 100 } },
   scope: { type: "string", maxLength: 1000 },
   redirect_uris: { type: "array", maxItems: 20, items: { type: "string", minLength: 1, maxLength: 2000 } },
   token_endpoint_auth_method: { type: "string", maxLength: 100 },
+  client_name: { type: "string", maxLength: 400 },
 } as const;
 
 // RFC 7591 §2: metadata the server does not understand is ignored, so no
@@ -90,6 +78,7 @@ interface Metadata {
   scope?: string;
   redirect_uris?: string[];
   token_endpoint_auth_method?: string;
+  client_name?: string;
 }
 
 function invalidMetadata(message: string): HttpError {
@@ -117,12 +106,21 @@ function checkMetadata(body: Metadata, current?: ClientRow) {
   if (scopes.length === 0) throw invalidMetadata("scope must name at least one scope");
 
   const redirectUris = body.redirect_uris ?? (current ? redirectUrisOf(current) : []);
-  const badUri = redirectUris.find((uri) => !acceptableRedirectUri(uri));
+  const badUri = redirectUris.find((uri) => redirectKind(uri) === null);
   if (badUri !== undefined) throw oauthError("invalid_redirect_uri", `redirect URI not allowed: ${badUri}`);
   if (grantTypes.includes(GRANT.authorizationCode) && redirectUris.length === 0) {
     throw oauthError("invalid_redirect_uri", "the authorization_code grant needs redirect_uris");
   }
-  return { grantTypes, authMethod, scope: formatScope(scopes), redirectUris: [...new Set(redirectUris)] };
+  return { grantTypes, authMethod, scope: formatScope(scopes), redirectUris: [...new Set(redirectUris)], name: checkClientName(body.client_name, current) };
+}
+
+/** RFC 7591 client_name: shown to people on the consent pages, so 1-100 characters of plain text. */
+function checkClientName(value: string | undefined, current?: ClientRow): string | null {
+  if (value === undefined) return current?.name ?? null;
+  const name = value.trim();
+  if (name.length === 0 || [...name].length > 100) throw invalidMetadata("client_name must be 1 to 100 characters");
+  if (/[\u0000-\u001f\u007f]/.test(name)) throw invalidMetadata("client_name must not contain control characters");
+  return name;
 }
 
 function clientRecord(client: ClientRow, secret: string | undefined) {
@@ -135,6 +133,7 @@ function clientRecord(client: ClientRow, secret: string | undefined) {
     scope: client.scope,
     token_endpoint_auth_method: client.auth_method,
     ...(redirectUris.length > 0 ? { redirect_uris: redirectUris } : {}),
+    ...(client.name !== null ? { client_name: client.name } : {}),
   };
 }
 
@@ -170,7 +169,7 @@ export async function clientRoutes(app: FastifyInstance, { ctx }: PluginOptions)
       const row: ClientRow = {
         id: newId("cli"), secret_hash: secret?.hash ?? null, instance_id: instanceId, auth_method: metadata.authMethod,
         grant_types: JSON.stringify(metadata.grantTypes), scope: metadata.scope, redirect_uris: JSON.stringify(metadata.redirectUris),
-        ip: request.ip, issued_at: now, updated_at: now,
+        ip: request.ip, issued_at: now, updated_at: now, name: metadata.name,
       };
       store.insertClient(row);
       return row;
@@ -188,7 +187,7 @@ export async function clientRoutes(app: FastifyInstance, { ctx }: PluginOptions)
     const metadata = checkMetadata(request.body, current);
     store.updateClient(current.id, {
       grant_types: JSON.stringify(metadata.grantTypes), scope: metadata.scope,
-      redirect_uris: JSON.stringify(metadata.redirectUris), updated_at: clock.now(),
+      redirect_uris: JSON.stringify(metadata.redirectUris), name: metadata.name, updated_at: clock.now(),
     });
     return sendClient(reply, 200, store.client(current.id)!, clientSecret);
   });

@@ -3,11 +3,13 @@
 // /oauth2/device/{information,approve,deny} or the /device page (the verification_uri)
 // with a dashboard session. States: pending → approved | denied; approved → consumed
 // (tokens issued, once); any state is expired after expires_in.
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { sessionCookie } from "../../auth.js";
 import type { EmulatorContext, PluginOptions } from "../../context.js";
 import { HttpError, oauthError } from "../../errors.js";
-import { codeEntryPage, consentPage, csrfToken, csrfValid, messagePage, signInPage } from "../../pages.js";
+import { codeEntryPage, consentPage, csrfToken, csrfValid, errorPage, messagePage, signInPage } from "../../pages.js";
+import { ignoreEmptyBody } from "../../schemas.js";
+import { loginFormToken, safeReturnTo } from "../../signIn.js";
 import { formatScope, isSubset, parseScope, scopeInfo, unknownScopes } from "../../scopes.js";
 import { displayUserCode, issueSecret, newId, newUserCode, normalizeUserCode, sha256 } from "../../secrets.js";
 import type { DeviceRow, UserRow } from "../../store.js";
@@ -138,12 +140,12 @@ export async function deviceRoutes(app: FastifyInstance, { ctx }: PluginOptions)
       });
     });
 
-    pat.post<{ Querystring: { user_code: string; scope?: string } }>("/oauth2/device/approve", { schema: { querystring: userCodeQuery } }, async (request, reply) => {
+    pat.post<{ Querystring: { user_code: string; scope?: string } }>("/oauth2/device/approve", { schema: { querystring: userCodeQuery }, preParsing: ignoreEmptyBody }, async (request, reply) => {
       const { user, found } = lookup(request);
       return noStore(reply).send(decide(ctx, user, found, request.query.user_code, true, request.query.scope));
     });
 
-    pat.post<{ Querystring: { user_code: string } }>("/oauth2/device/deny", { schema: { querystring: userCodeQuery } }, async (request, reply) => {
+    pat.post<{ Querystring: { user_code: string } }>("/oauth2/device/deny", { schema: { querystring: userCodeQuery }, preParsing: ignoreEmptyBody }, async (request, reply) => {
       const { user, found } = lookup(request);
       return noStore(reply).send(decide(ctx, user, found, request.query.user_code, false));
     });
@@ -154,42 +156,76 @@ export async function deviceRoutes(app: FastifyInstance, { ctx }: PluginOptions)
     schema: { querystring: { type: "object", properties: { user_code: { type: "string", maxLength: 64 } } } },
   }, async (request, reply) => {
     const user = ctx.auth.sessionUser(request);
-    if (!user) return signInPage(reply, request.url);
+    if (!user) return signInPage(reply, { returnTo: safeReturnTo(request.url), loginToken: loginFormToken(config.csrfKey, request, reply) });
     const userCode = request.query.user_code;
     if (!userCode) return codeEntryPage(reply);
     const found = findRequest(ctx, user, userCode);
-    if (!found) return messagePage(reply, 404, "Unknown code", "No device request has this code. Check the code on your device.");
-    if (isExpired(ctx, found.device)) return messagePage(reply, 400, "Code expired", "This device request has expired. Start again on your device.");
-    if (found.device.status !== "pending") return messagePage(reply, 409, "Already decided", `This device request is already ${found.device.status}.`);
+    if (!found) return unknownCode(reply);
+    if (isExpired(ctx, found.device)) return expiredCode(reply);
+    if (found.device.status !== "pending") return alreadyDecided(reply, found.device.status);
+    const created = new Date(found.device.created_at * 1000).toISOString().replace(".000Z", "Z");
     return consentPage(reply, {
       action: "/device",
       csrfToken: csrfToken(config.csrfKey, sessionCookie(request.headers.cookie)!, found.device.id),
       userEmail: user.email,
+      clientName: found.view.client.name,
       clientId: found.view.client.id,
       instanceName: found.view.instance.name,
       workspaceName: found.view.workspace.name,
       scopes: parseScope(found.device.scope),
+      scopeChoice: true,
       hidden: { user_code: userCode },
-      note: `Check that your device shows the code ${displayUserCode(userCode)}.`,
+      notes: [
+        `Check that your device shows the code ${displayUserCode(userCode)}.`,
+        `The device asked from IP address ${found.device.ip} at ${created}; you are at ${request.ip}. If you do not recognise the device, deny.`,
+      ],
     });
   });
 
-  app.post<{ Body: FormBody }>("/device", {
-    schema: { body: { type: "object", required: ["user_code", "decision"], properties: { user_code: formString, decision: formString, csrf_token: formString } } },
+  const scopeField = { anyOf: [formString, { type: "array", maxItems: 20, items: formString }] } as const;
+  app.post<{ Body: { user_code?: string; decision?: string; csrf_token?: string; scope_choice?: string; scope?: string | string[] } }>("/device", {
+    schema: {
+      body: {
+        type: "object",
+        required: ["user_code", "decision"],
+        properties: { user_code: formString, decision: formString, csrf_token: formString, scope_choice: formString, scope: scopeField },
+      },
+    },
   }, async (request, reply) => {
     const user = ctx.auth.sessionUser(request);
-    if (!user) return signInPage(reply, "/device", 401, "Your session has ended; sign in again.");
-    const found = findRequest(ctx, user, request.body.user_code!);
-    if (!found || !csrfValid(config.csrfKey, sessionCookie(request.headers.cookie)!, found.device.id, request.body.csrf_token)) {
-      return messagePage(reply, 400, "Request refused", "This form is stale or was not sent from the emulator's page.");
+    if (!user) {
+      return signInPage(reply, {
+        returnTo: "/device", loginToken: loginFormToken(config.csrfKey, request, reply), status: 401, error: "Your session has ended; sign in again.",
+      });
     }
-    const approve = request.body.decision === "approve";
+    const body = request.body;
+    const found = findRequest(ctx, user, body.user_code!);
+    if (!found) return unknownCode(reply);
+    if (!csrfValid(config.csrfKey, sessionCookie(request.headers.cookie)!, found.device.id, body.csrf_token)) {
+      return errorPage(reply, 403, "Form refused", "This form was not sent from the emulator's own page, or it belongs to another sign-in.");
+    }
+    const approve = body.decision === "approve";
+    // The page's boxes: what is ticked is the scope granted (none ticked is a mistake, not "everything").
+    const ticked = body.scope === undefined ? [] : [body.scope].flat();
+    if (approve && body.scope_choice !== undefined && ticked.length === 0) {
+      return errorPage(reply, 400, "No scope chosen", "Approving needs at least one scope ticked.", "Go back, tick a scope and approve, or deny.");
+    }
     try {
-      decide(ctx, user, found, request.body.user_code!, approve);
+      decide(ctx, user, found, body.user_code!, approve, body.scope_choice !== undefined ? ticked.join(" ") : undefined);
     } catch (error) {
-      return messagePage(reply, 400, "Not possible", (error as Error).message);
+      if (!(error instanceof HttpError)) throw error;
+      if (error.code === "expired_token") return expiredCode(reply);
+      if (error.code === "already_decided") return alreadyDecided(reply, found.device.status);
+      return errorPage(reply, 400, "Not possible", error.message);
     }
     return messagePage(reply, 200, approve ? "Device approved" : "Device denied",
       approve ? "You can return to your device; it will be signed in shortly." : "The device will not be signed in.");
   });
 }
+
+const unknownCode = (reply: FastifyReply) =>
+  errorPage(reply, 404, "Unknown code", "No device request of your team has this code.", "Check the code your device shows and type it again.");
+const expiredCode = (reply: FastifyReply) =>
+  errorPage(reply, 400, "Code expired", "This device request has expired (codes last 10 minutes).", "Start again on your device to get a new code.");
+const alreadyDecided = (reply: FastifyReply, status: string) =>
+  errorPage(reply, 409, "Already decided", `This device request is already ${status}.`);

@@ -1,0 +1,152 @@
+// /dashboard/graphql under hostile queries: size, nesting, depth and cost limits are
+// checked before execution and answered with a GraphQL error and 400 (never a 500), an
+// execution that runs past its time budget stops, and other clients keep being served.
+// Also the createPat input rules (name length in code points, real dates only).
+import { randomBytes } from "node:crypto";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { classify } from "../../emulator/errors.js";
+import { GRAPHQL_LIMITS } from "../../emulator/graphqlLimits.js";
+import { CREATE_PAT, graphql, startTestEmulator, type TestEmulator } from "./helpers.js";
+
+let emu: TestEmulator;
+beforeAll(async () => {
+  emu = await startTestEmulator();
+});
+afterAll(() => emu.close());
+
+const ask = (query: string, variables?: Record<string, unknown>) => graphql(emu, emu.seed.CLOUD_SESSION, query, variables);
+
+function expectRefused(answer: Awaited<ReturnType<typeof ask>>, code: string) {
+  expect(answer.status).toBe(400);
+  expect(answer.body.data).toBeUndefined();
+  expect(answer.body.errors[0].extensions.code).toBe(code);
+}
+
+/** Adds `count` PATs for the seeded owner straight into the database file (the server keeps running). */
+function addPats(count: number) {
+  const db = new Database(emu.dbPath);
+  db.pragma("busy_timeout = 5000");
+  const owner = emu.seedUsers[0]!;
+  const insert = db.prepare("INSERT INTO pats (id, selector, secret_hash, user_id, team_id, name, expires_at, revoked_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)");
+  const now = Math.floor(Date.now() / 1000);
+  db.transaction(() => {
+    for (let i = 0; i < count; i++) {
+      insert.run(`pat_bulk${String(i).padStart(12, "0")}`, randomBytes(6).toString("hex"), randomBytes(32), owner.id, owner.teamId, `bulk ${i}`, now + 86400, now);
+    }
+  })();
+  db.close();
+}
+
+describe("limits checked before execution", () => {
+  it("a 8 KB nested list literal is QUERY_TOO_DEEP, not a parser stack overflow (500)", async () => {
+    expectRefused(await ask(`{ pats(x: ${"[".repeat(4000)}${"]".repeat(4000)}) { id } }`), "QUERY_TOO_DEEP");
+    expectRefused(await ask(`query($v: Int = ${"[".repeat(2000)}1${"]".repeat(2000)}) { viewer { id } }`), "QUERY_TOO_DEEP");
+  });
+
+  it("nested selections: 18-49 KB are QUERY_TOO_LARGE, a small deep one QUERY_TOO_DEEP", async () => {
+    for (const levels of [2000, 5000]) {
+      expectRefused(await ask(`{ ${"viewer { ".repeat(levels)}id${" }".repeat(levels)} }`), "QUERY_TOO_LARGE");
+    }
+    expectRefused(await ask(`{ ${"viewer { ".repeat(20)}id${" }".repeat(20)} }`), "QUERY_TOO_DEEP");
+    // Depth counts through fragments too.
+    const chain = Array.from({ length: 12 }, (_, i) => `fragment F${i} on User { id ${i < 11 ? `... on User { ...F${i + 1} }` : ""} }`).join("\n");
+    expect((await ask(`{ viewer { ...F0 } }\n${chain}`)).status).toBe(200); // inline fragments add no field depth
+  });
+
+  it("the 60 KB alias bomb (4,073 `pats` aliases) is refused by size; a 300-alias one within size by cost", async () => {
+    const bomb = (n: number) => `{${Array.from({ length: n }, (_, i) => `p${i.toString(36)}:pats{id}`).join(" ")}}`;
+    expect(Buffer.byteLength(bomb(4073))).toBeGreaterThan(55_000);
+    expectRefused(await ask(bomb(4073)), "QUERY_TOO_LARGE");
+    const small = `{ ${Array.from({ length: 300 }, (_, i) => `a${i}: pats { id }`).join(" ")} }`;
+    expect(Buffer.byteLength(small)).toBeLessThan(GRAPHQL_LIMITS.maxQueryBytes);
+    expectRefused(await ask(small), "QUERY_TOO_COSTLY");
+  });
+
+  it("a fragment fan-out (each fragment spreading the next one twice) is priced once per fragment, and refused", async () => {
+    const levels = 30;
+    const fragments = Array.from({ length: levels }, (_, i) =>
+      i < levels - 1 ? `fragment F${i} on Query { ...F${i + 1} a${i}: viewer { id } }` : `fragment F${i} on Query { pats { id name } }`);
+    const query = `{ ...F0 ...F0 }\n${fragments.join("\n")}`;
+    expectRefused(await ask(query.replace(/\{ \.\.\.F(\d+) /g, (_m, n) => `{ ...F${n} ...F${n} `)), "QUERY_TOO_COSTLY");
+  });
+
+  it("more tokens than the parser's limit is a GraphQL parse error with 400", async () => {
+    const answer = await ask(`{ viewer { ${"id ".repeat(5000)} } }`);
+    expectRefused(answer, "GRAPHQL_PARSE_FAILED");
+    expect(answer.body.errors[0].message).toMatch(/more th\w+ 4000 tokens/);
+  });
+
+  it("a query within every limit still runs", async () => {
+    const answer = await ask(`{ viewer { id } a: pats { id name } b: pats { id } }`);
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.viewer.id).toBe(emu.seedUsers[0]!.id);
+  });
+});
+
+describe("execution budget and other clients", () => {
+  it("with 1,000 PATs the most expensive allowed queries leave a concurrent request's latency bounded", async () => {
+    addPats(1000);
+    // As many full `pats` lists as the cost limit allows (7 fields: cost 71 each).
+    const lists = Math.floor(GRAPHQL_LIMITS.maxCost / (1 + GRAPHQL_LIMITS.listFactor * 7));
+    const heavy = `{ ${Array.from({ length: lists }, (_, i) => `a${i}: pats { id name teamId expiresAt createdAt revokedAt token }`).join(" ")} }`;
+    const heavyAnswers = Array.from({ length: 4 }, () => ask(heavy));
+    const started = performance.now();
+    const light = await ask(`{ viewer { email } }`);
+    const lightMs = performance.now() - started;
+    expect(light.status).toBe(200);
+    for (const answer of await Promise.all(heavyAnswers)) {
+      expect([200, 400]).toContain(answer.status); // served, or stopped by the time budget: never a 5xx
+      if (answer.status === 400) expect(answer.body.errors[0].extensions.code).toBe("TIME_BUDGET_EXCEEDED");
+    }
+    // Before the limits one alias bomb held every client 6.4 s (200 PATs) to 67 s (1,000).
+    // Four capped queries, each bounded by the 2 s budget, plus slack for a loaded machine.
+    expect(lightMs).toBeLessThan(4 * GRAPHQL_LIMITS.timeBudgetMs + 2000);
+  }, 60_000);
+
+  it("an execution past its time budget ends with TIME_BUDGET_EXCEEDED and 400", async () => {
+    const tight = await startTestEmulator({ graphqlTimeBudgetMs: 0 });
+    try {
+      const query = `{ ${Array.from({ length: 10 }, (_, i) => `a${i}: pats { id name }`).join(" ")} }`;
+      // A zero budget has passed by the time the first field after the clock's next tick resolves.
+      let answer;
+      for (let attempt = 0; attempt < 20; attempt++) {
+        answer = await graphql(tight, tight.seed.CLOUD_SESSION, query);
+        if (answer.status !== 200) break;
+      }
+      expect(answer!.status).toBe(400);
+      expect(answer!.body.errors[0].extensions.code).toBe("TIME_BUDGET_EXCEEDED");
+    } finally {
+      await tight.close();
+    }
+  });
+});
+
+describe("the error handler", () => {
+  it("classifies any thrown value (null, a string, a number) as a server fault without throwing itself", () => {
+    for (const thrown of [null, undefined, "boom", 42, Symbol("x")]) expect(classify(thrown, "graphql")).toBeNull();
+  });
+});
+
+describe("createPat input", () => {
+  const create = (name: string, expiresAt?: string) =>
+    ask(CREATE_PAT, { input: { name, teamId: emu.seedUsers[0]!.teamId, ...(expiresAt ? { expiresAt } : {}) } });
+
+  it("the 100-character name limit counts code points: 100 emoji are allowed, 101 are not", async () => {
+    expect((await create("😀".repeat(100))).body.data.createPat.pat.id).toMatch(/^pat_/);
+    const tooLong = await create("😀".repeat(101));
+    expect(tooLong.body.errors[0].extensions.code).toBe("BAD_USER_INPUT");
+  });
+
+  it.each(["2030-02-30T00:00:00Z", "2030-04-31T12:00:00Z", "2031-02-29T00:00:00Z", "2030-13-01T00:00:00Z", "2030-01-01T24:00:00Z"])(
+    "an impossible date %s is a 400, not rolled over", async (date) => {
+      const answer = await create("dated", date);
+      expect(answer.status).toBe(400);
+      expect(answer.body.errors[0].message).toMatch(/DateTime/);
+    });
+
+  it("a real leap day is fine", async () => {
+    const answer = await create("leap", "2032-02-29T00:00:00Z");
+    expect(answer.body.data.createPat.pat.expiresAt).toBe("2032-02-29T00:00:00Z");
+  });
+});
