@@ -231,7 +231,9 @@ export class WorkerConnection {
    * running (a long one holds up everything queued behind it).
    */
   queuedWork(nowEpochMs: number): number {
-    const stuckMs = this.watched ? nowEpochMs - this.watched.seenAt : 0;
+    // `watched` may be left from an entry that has ended since the watchdog last looked.
+    const inGuest = this.watched !== null && this.watchdog[0] === this.watched.deadline;
+    const stuckMs = inGuest ? nowEpochMs - this.watched!.seenAt : 0;
     return this.activations + Math.floor(stuckMs / 10);
   }
 
@@ -480,8 +482,14 @@ export class WorkerPool {
   }
 
   /** Figures for tests and monitoring: how many workers of each kind are alive. */
-  get counts(): { shared: number; isolated: number; idleIsolated: number; waitingForIsolated: number } {
-    return { shared: this.shared.length, isolated: this.isolatedAlive, idleIsolated: this.idleIsolated.length, waitingForIsolated: this.isolatedWaiters.length };
+  get counts(): PoolStats {
+    return {
+      shared: this.shared.length,
+      isolated: this.isolatedAlive,
+      idleIsolated: this.idleIsolated.length,
+      waitingForIsolated: this.isolatedWaiters.length,
+      inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
+    };
   }
 
   /** Terminates every worker (tests, graceful shutdown). Sandboxes in them become unusable. */
@@ -498,6 +506,23 @@ let defaultPool: WorkerPool | null = null;
 export function sharedPool(): WorkerPool {
   defaultPool ??= new WorkerPool();
   return defaultPool;
+}
+
+/** What the process-wide pools hold now (for monitoring and tests). */
+export interface PoolStats {
+  /** Shared workers alive. */
+  shared: number;
+  /** Dedicated workers alive (serving an isolated sandbox, or idle for the next). */
+  isolated: number;
+  idleIsolated: number;
+  /** Isolated sandboxes waiting for a dedicated worker (all maxIsolatedWorkers taken). */
+  waitingForIsolated: number;
+  /** Runs, loads and calls sent to each shared worker and not answered yet. */
+  inFlightPerSharedWorker: number[];
+}
+
+export function poolStats(): PoolStats {
+  return sharedPool().counts;
 }
 
 /**

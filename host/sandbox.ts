@@ -23,8 +23,11 @@ let nextSandboxId = 1;
 let nextPluginId = 1;
 
 const EMPTY_STATS = { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0, queuedMs: 0 };
-/** How often a bystander without effects is re-run on a fresh worker before it is "evicted". */
-const MAX_BYSTANDER_RETRIES = 2;
+/**
+ * How often a bystander without effects is re-run on a fresh worker before it ends
+ * "evicted": each loss is another runaway stopped, so this only bounds a flood of them.
+ */
+const MAX_BYSTANDER_RETRIES = 5;
 /**
  * After an abort, how long to wait for the worker's own outcome (it keeps the logs and
  * stats; a loop sees the stop at its next interrupt check, a waiting run at once) before

@@ -30,7 +30,7 @@ interface PluginSlot {
   busy: number;
 }
 
-const STOPPING_KINDS = new Set(["cpu", "timeout", "memory", "limit"]);
+const STOPPING_KINDS = new Set(["cpu", "timeout", "memory", "limit", "aborted"]);
 /** Memory a new realm needs (context, guest core, first allocations), with margin. */
 const REALM_RESERVE_BYTES = 1024 * 1024;
 
