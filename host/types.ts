@@ -88,7 +88,8 @@ export interface SandboxOptions {
   /**
    * Give this sandbox a worker thread of its own. Sandboxes normally share a small pool
    * of workers; a runaway native call that must be stopped by terminating the worker
-   * then takes down only this sandbox. Costs a thread (~10 MB) per sandbox.
+   * then takes down only this sandbox. Costs a thread (~25 MiB RSS measured) per live
+   * sandbox; at most `maxIsolatedWorkers` (configurePool) at once, later ones wait.
    */
   isolate?: boolean;
 }
