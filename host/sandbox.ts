@@ -122,6 +122,11 @@ export class Sandbox {
       this.#homeWait = wait;
       connection = await wait.connection;
       this.#homeWait = null;
+      if (this.#disposed !== null) {
+        // Disposed in the moment between getting the worker and using it: hand it back.
+        this.#pool.release(connection);
+        throw new SandboxDisposedError(this.#disposed);
+      }
     } else {
       connection = this.#pool.acquireShared();
     }
@@ -301,8 +306,10 @@ export class Sandbox {
     try {
       for (let attempt = 0; ; attempt++) {
         if (interrupted !== null) return interruptedOutcome(interrupted, queueTimeoutMs, null);
-        const home = await Promise.race([this.#currentHome(), interruption]);
-        if (home === "interrupted") return interruptedOutcome(interrupted!, queueTimeoutMs, null);
+        const home = await Promise.race([this.#currentHome(), interruption]).catch(() => "interrupted" as const);
+        if (home === "interrupted") return interruptedOutcome(interrupted ?? "disposed", queueTimeoutMs, null);
+        // A worker found lost before sending: the activation never left, so it had no effects.
+        const neverSent = home.connection.lost !== null;
         const { slot, reply } = home.connection.activate<ActivationOutcome | null>({ ...body, sandboxId: this.#id, slot: -1 } as ActivationRequest);
         current = { connection: home.connection, slot };
         const settled = Promise.allSettled([home.confirmed ? true : home.created, reply]);
@@ -322,7 +329,7 @@ export class Sandbox {
         if (replied.status === "fulfilled" && replied.value !== null) return replied.value;
         const error = (replied.status === "rejected" ? replied.reason : new Error("the worker skipped the activation")) as Error;
         if (error instanceof WorkerLostError) {
-          const retry = this.#afterWorkerLost(home, error, body.op, home.connection.slots.hadEffects(slot), attempt);
+          const retry = this.#afterWorkerLost(home, error, body.op, !neverSent && home.connection.slots.hadEffects(slot), attempt);
           if (retry === "retry") continue;
           return retry;
         }

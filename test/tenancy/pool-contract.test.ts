@@ -25,7 +25,7 @@ let server: Server;
 let requests = 0;
 let baseUrl = "";
 beforeAll(async () => {
-  server = createServer((request, response) => {
+  server = createServer((_request, response) => {
     requests++;
     response.end("hello");
   });
