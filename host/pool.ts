@@ -34,6 +34,12 @@ const WORKER_STACK_MB = 16;
  * poll is bounded and adaptive: only while recent calls answered quickly, at most this long.
  */
 const CALL_SPIN_MAX_MS = 0.2;
+/**
+ * A guest entry running longer than this holds up every run queued behind it on its
+ * worker: runs that have not started yet may then move to a worker with less queued work
+ * (see WorkerConnection.movable). Ordinary runs take a few ms; a loop runs to its limit.
+ */
+const MOVE_QUEUED_AFTER_MS = 20;
 
 /** Sizes of the worker pools (see configurePool and docs/architecture.md, "Tenancy"). */
 export interface PoolOptions {
@@ -126,6 +132,12 @@ export class WorkerConnection {
   private nextId = 1;
   /** Runs, loads and calls sent and not answered yet: the queue placement compares. */
   activations = 0;
+  /**
+   * Activations that could move to another worker while still queued here (one-shot runs
+   * of sandboxes that hold no state in this worker); each callback tries to withdraw its
+   * run and send it elsewhere. Registered and removed by host/sandbox.ts.
+   */
+  readonly movable = new Set<() => void>();
   sandboxCount = 0;
   lost: WorkerLostError | null = null;
 
@@ -303,6 +315,9 @@ export class WorkerConnection {
       this.watched = { deadline, clockAtNs: this.clock.nowNs(), budgetMs: Math.max(0, deadline - nowEpochMs), seenAt: nowEpochMs };
       return;
     }
+    if (nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0 && this.pool.hasRoomElsewhere(this, nowEpochMs)) {
+      for (const move of [...this.movable]) move();
+    }
     const usedMs = (this.clock.nowNs() - this.watched.clockAtNs) / 1e6;
     const grace = this.clock.isCpu ? HARD_STOP_GRACE_CPU_MS : HARD_STOP_GRACE_WALL_MS;
     if (usedMs <= this.watched.budgetMs + grace) return;
@@ -443,6 +458,14 @@ export class WorkerPool {
     } else {
       connection.terminate();
     }
+  }
+
+  /** Whether a run queued on `connection` would wait for less on another shared worker. */
+  hasRoomElsewhere(connection: WorkerConnection, nowEpochMs: number): boolean {
+    if (connection.dedicated) return false;
+    if (this.shared.length < this.options.sharedWorkers) return true;
+    const here = connection.queuedWork(nowEpochMs);
+    return this.shared.some((other) => other !== connection && other.queuedWork(nowEpochMs) + 1 < here);
   }
 
   /** Starts the shared workers now instead of at the first createSandbox. */

@@ -28,6 +28,8 @@ const EMPTY_STATS = { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0, q
  * "evicted": each loss is another runaway stopped, so this only bounds a flood of them.
  */
 const MAX_BYSTANDER_RETRIES = 5;
+/** How often one run may move off a stuck worker while queued (see #movableWhileQueued). */
+const MAX_MOVES = 3;
 /**
  * After an abort, how long to wait for the worker's own outcome (it keeps the logs and
  * stats; a loop sees the stop at its next interrupt check, a waiting run at once) before
@@ -303,6 +305,7 @@ export class Sandbox {
     const queueTimer = queueTimeoutMs === null ? null : setTimeout(() => inFlight.interrupt("queue-timeout"), queueTimeoutMs);
     this.#inFlight.add(inFlight);
     if (signal?.aborted) onAbort();
+    let moves = 0;
     try {
       for (let attempt = 0; ; attempt++) {
         if (interrupted !== null) return interruptedOutcome(interrupted, queueTimeoutMs, null);
@@ -313,7 +316,15 @@ export class Sandbox {
         const { slot, reply } = home.connection.activate<ActivationOutcome | null>({ ...body, sandboxId: this.#id, slot: -1 } as ActivationRequest);
         current = { connection: home.connection, slot };
         const settled = Promise.allSettled([home.confirmed ? true : home.created, reply]);
-        const first = await Promise.race([settled, interruption]);
+        const moved = this.#movableWhileQueued(home, slot, body.op, moves < MAX_MOVES);
+        const first = await Promise.race([settled, interruption, moved.promise]).finally(moved.cancel);
+        if (first === "moved") {
+          // Withdrawn unstarted from a worker stuck in another guest: run it elsewhere
+          // (not a bystander retry: the attempt does not count).
+          moves++;
+          attempt--;
+          continue;
+        }
         if (first === "interrupted") {
           // A queue timeout or dispose() answers at once; an abort waits a moment for the
           // worker's own account of the stopped run (logs, stats).
@@ -349,6 +360,30 @@ export class Sandbox {
       if (queueTimer) clearTimeout(queueTimer);
       this.#inFlight.delete(inFlight);
     }
+  }
+
+  /**
+   * Lets a queued run move off a worker whose current guest holds everything up (see
+   * MOVE_QUEUED_AFTER_MS in host/pool.ts). Only a run that is this sandbox's one activation,
+   * with no plugins loaded, can move: nothing of the sandbox then lives in the worker but
+   * its creation, which a "dispose" queued behind it frees. Resolves "moved" once withdrawn.
+   */
+  #movableWhileQueued(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean): { promise: Promise<"moved">; cancel(): void } {
+    const connection = home.connection;
+    if (!allowed || op !== "run" || connection.dedicated || slot < 0) return { promise: new Promise<"moved">(() => undefined), cancel: () => undefined };
+    let move!: () => void;
+    const promise = new Promise<"moved">((resolve) => {
+      move = () => {
+        if (this.#home !== home || this.#plugins.size > 0 || this.#inFlight.size !== 1) return;
+        if (!connection.withdrawIfQueued(slot)) return;
+        connection.movable.delete(move);
+        this.#leave(home);
+        connection.request({ op: "dispose", sandboxId: this.#id }).catch(() => undefined);
+        resolve("moved");
+      };
+    });
+    connection.movable.add(move);
+    return { promise, cancel: () => connection.movable.delete(move) };
   }
 
   /** What becomes of an activation whose worker was lost: an outcome, or "retry" on a fresh one. */

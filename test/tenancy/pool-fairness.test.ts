@@ -128,6 +128,27 @@ describe("queueing", () => {
   });
 });
 
+describe("moving off a stuck worker", () => {
+  it("a run already queued behind a long guest on its worker moves to the other worker instead of waiting", async () => {
+    // Four sandboxes on two idle workers: two on each, so one of the three neighbours
+    // shares the worker of the sandbox that is about to loop.
+    const sandboxes = [];
+    for (let i = 0; i < 4; i++) sandboxes.push(await createSandbox({ limits: { cpuTimeMs: 1500 } }));
+    await Promise.all(sandboxes.map((sandbox) => sandbox.run("export default () => 'warm'")));
+    const [looper, ...neighbours] = sandboxes;
+    const loop = looper!.run("export default () => { for (;;) {} }");
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const results = await Promise.all(neighbours.map((sandbox, i) => sandbox.run("export default (x) => x", { input: i })));
+    results.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
+    // Behind the loop, one of them would have waited ~1.5 s for the CPU limit.
+    for (const result of results) expect(result.stats.queuedMs).toBeLessThan(750);
+    expect(failure(await loop).kind).toBe("cpu");
+    // The moved sandbox lives on in its new worker.
+    for (const sandbox of neighbours) expect(await sandbox.run("export default () => 'again'")).toMatchObject({ ok: true, value: "again" });
+    await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
+  });
+});
+
 describe("RunOptions", () => {
   it("unknown keys are errors; null means no options; signal and queueTimeoutMs are checked", async () => {
     const sandbox = await createSandbox({});
