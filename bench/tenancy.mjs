@@ -41,7 +41,7 @@ async function scenario(name, total) {
   await Promise.all(Array.from({ length: 4 }, (_, i) => runScript(ORDINARY, { input: i, limits: LIMITS, isolate })));
   const every = hostileShare > 0 ? Math.round(1 / hostileShare) : Infinity;
   const ordinary = [];
-  const outcomes = { ok: 0, evicted: 0, other: 0, rejected: 0, hostileKinds: {}, otherKinds: {} };
+  const outcomes = { ok: 0, evicted: 0, other: 0, rejected: 0, hostileKinds: {}, otherKinds: {}, otherSamples: {} };
   let next = 0;
   let peakRss = process.memoryUsage().rss;
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 20);
@@ -65,6 +65,7 @@ async function scenario(name, total) {
         else {
           outcomes.other++;
           outcomes.otherKinds[result.error.kind] = (outcomes.otherKinds[result.error.kind] ?? 0) + 1;
+          outcomes.otherSamples[result.error.kind] ??= result.error.message;
         }
       } catch {
         if (!hostile) outcomes.rejected++;
