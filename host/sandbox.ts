@@ -118,6 +118,7 @@ export class Sandbox {
   }
 
   async #findHome(): Promise<Home> {
+    if (this.#disposed !== null) throw new SandboxDisposedError(this.#disposed);
     let connection: WorkerConnection;
     if (this.#isolate) {
       const wait = this.#pool.acquireIsolated();
