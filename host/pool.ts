@@ -120,6 +120,8 @@ export class WorkerConnection {
   private readonly port: MessagePort;
   private readonly watchdog: Float64Array;
   readonly slots: ActivationSlots;
+  /** Slots of activations in flight (see stop). */
+  private readonly liveSlots = new Set<number>();
   /** The worker thread's CPU clock once it told its id; wall time until then or off Linux. */
   private clock: ThreadClock = threadClock(null);
   private watched: WatchedEntry | null = null;
@@ -179,7 +181,9 @@ export class WorkerConnection {
 
   /** Asks the worker to end an activation (see ActivationSlots.requestStop); true if it had started. */
   stop(slot: number): boolean {
-    if (slot === NO_SLOT || this.lost) return true;
+    // A slot is only touched while its activation is in flight: once answered, it may
+    // already belong to another one.
+    if (slot === NO_SLOT || this.lost || !this.liveSlots.has(slot)) return true;
     const started = this.slots.requestStop(slot);
     // A guest in a loop sees the shared bit; one waiting on timers or fetches needs a message.
     if (started) this.send({ op: "abort", slot }, NO_SLOT).catch(() => undefined);
@@ -188,7 +192,7 @@ export class WorkerConnection {
 
   /** Withdraws an activation still queued in the worker (see ActivationSlots.withdrawIfQueued). */
   withdrawIfQueued(slot: number): boolean {
-    return !this.lost && this.slots.withdrawIfQueued(slot);
+    return !this.lost && this.liveSlots.has(slot) && this.slots.withdrawIfQueued(slot);
   }
 
   private send<T>(request: WorkerRequest, slot: number): Promise<T> {
@@ -201,7 +205,10 @@ export class WorkerConnection {
         this.worker.ref();
         this.port.ref();
       }
-      if (isActivation) this.activations++;
+      if (isActivation) {
+        this.activations++;
+        this.liveSlots.add(slot);
+      }
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, activation: isActivation, slot });
       this.pool.watch();
       this.port.postMessage({ id, request });
@@ -293,6 +300,7 @@ export class WorkerConnection {
     this.pending.delete(id);
     if (pending.activation) {
       this.activations--;
+      this.liveSlots.delete(pending.slot);
       this.slots.release(pending.slot);
     }
   }
