@@ -2,7 +2,7 @@
 // same run, as ratios. A script that reports, never a test that asserts: this machine is
 // noisy, so compare ratios, not absolute times, between runs.
 //
-//   node bench/run.mjs [--quick] [--only sandbox,http,emulator] [--markdown]
+//   node bench/run.mjs [--quick] [--only sandbox,http,emulator,tenancy] [--markdown]
 //
 // --quick      fewer samples (a smoke run, ~30 s)
 // --only       run some sections only (sandbox, http, queue, emulator)
@@ -36,6 +36,8 @@ const TARGETS = {
   limit: "within 25 ms",
   smallGets: ">= 1.0x of undici.fetch",
   largeBody: ">= 0.8x of undici.fetch",
+  tenancyP99: "<= 2x of no hostile",
+  tenancySuccess: "100%",
 };
 
 const met = (ok) => (ok ? "met" : "MISSED");
@@ -188,6 +190,42 @@ await section("emulator", "Emulator (issue 4)", async () => {
   }
   if (typeof module.benchEmulator !== "function") throw new Error("bench/emulator.mjs does not export benchEmulator()");
   for (const line of await module.benchEmulator()) out(line);
+});
+
+await section("tenancy", "Mixed tenancy (issue 10): runScript at 50 concurrent, 10% hostile (loops, native hogs, log floods) vs none, each scenario in a fresh process", async () => {
+  const { benchTenancy } = await import("./tenancy.mjs");
+  const r = await benchTenancy({ quick });
+  const rows = [];
+  const percent = (x) => `${(100 * x).toFixed(1)}%`;
+  for (const mode of ["shared", "isolate"]) {
+    const base = r.results[mode];
+    const mixed = r.results[`${mode}-hostile`];
+    const p99Ratio = mixed.p99 / base.p99;
+    const label = mode === "shared" ? "shared workers" : "isolate: true";
+    for (const [x, title] of [[base, `${label}, no hostile (baseline)`], [mixed, `${label}, 10% hostile`]]) {
+      rows.push([
+        title,
+        `${formatMs(x.p50)} / ${formatMs(x.p90)} / ${formatMs(x.p99)}`,
+        x === base ? "" : ratio(x.p99, base.p99),
+        `${percent(x.successRate)} (${x.evicted} evicted, ${x.other} other, ${x.rejected} rejected)`,
+        formatRate(x.throughput, "runs/s"),
+        x === base ? "" : `p99 ${TARGETS.tenancyP99} (${met(p99Ratio <= 2)}); success ${TARGETS.tenancySuccess} (${met(x.successRate === 1)})`,
+        `peak RSS ${formatBytes(x.peakRss)}${x === base ? "" : `; hostile ended ${JSON.stringify(x.hostileKinds)}`}${x.other ? `; ordinary failures ${JSON.stringify(x.otherKinds)}, e.g. ${JSON.stringify(x.otherSamples)}` : ""}`,
+      ]);
+    }
+    md(
+      `mixed tenancy, ${label}: ordinary p50/p90/p99 with 10% hostile (success)`,
+      `${formatMs(mixed.p50)} / ${formatMs(mixed.p90)} / ${formatMs(mixed.p99)} (${percent(mixed.successRate)})`,
+      `${formatMs(base.p50)} / ${formatMs(base.p90)} / ${formatMs(base.p99)} (no hostile)`,
+      `p99 ${ratio(mixed.p99, base.p99)}`,
+      `${TARGETS.tenancyP99} (${met(p99Ratio <= 2)})`,
+    );
+  }
+  const rss = r.results.isolatedRss;
+  rows.push([`RSS per live isolated sandbox (${rss.count} alive)`, formatBytes(rss.perSandbox), "", "", "", "", "process RSS delta / count after GC"]);
+  md(`RSS per live isolated sandbox (${rss.count} alive)`, formatBytes(rss.perSandbox), "", "", "");
+  for (const line of table(["scenario", "ordinary p50 / p90 / p99", "p99 ratio", "ordinary success", "throughput", "target", "note"], rows)) out(line);
+  out(`${r.total} runScript calls per scenario, ${r.concurrency} at a time, limits ${JSON.stringify(r.limits)} for every run; latency is call to result.`);
 });
 
 if (markdown && mdRows.length > 0) {

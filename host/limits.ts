@@ -62,7 +62,8 @@ export function resolveLimits(input: unknown): Limits {
   if (typeof input !== "object" || Array.isArray(input)) throw new TypeError("limits must be an object");
   const limits: Limits = { ...DEFAULT_LIMITS };
   for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
-    if (!(key in BOUNDS)) throw new TypeError(`limits.${key} is not a known limit (known: ${Object.keys(BOUNDS).join(", ")})`);
+    // Own keys only: "toString" is in every object, but it is not a limit.
+    if (!Object.hasOwn(BOUNDS, key)) throw new TypeError(`limits.${key} is not a known limit (known: ${Object.keys(BOUNDS).join(", ")})`);
     if (value === undefined) continue;
     const [min, max] = BOUNDS[key as keyof Limits];
     if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {

@@ -1,5 +1,9 @@
-// Validates createSandbox options on the embedder's thread, so that a mistake is a clear
-// TypeError at the call site rather than a failure inside a worker later.
+// Validates createSandbox and run options on the embedder's thread, so that a mistake is a
+// clear TypeError at the call site rather than a failure inside a worker later.
+//
+// Only own properties count: an option inherited from a prototype (or a limit named
+// "toString") is not an option, and "__proto__" is refused as an env or secret name
+// rather than silently lost when copied into an object.
 import { parseAllowEntry } from "./net/allowEntry.js";
 import { SecretStore } from "./fetch/secrets.js";
 import { resolveLimits } from "./limits.js";
@@ -8,10 +12,54 @@ import type { SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
 
 const KNOWN_OPTIONS = new Set(["limits", "net", "env", "secrets", "cloud", "location", "onLog", "isolate", "engineVariant"]);
+/** Options of one run, load or call (RunOptions); runScript takes them beside the sandbox's. */
+export const RUN_OPTION_KEYS = ["filename", "input", "signal", "queueTimeoutMs"] as const;
 
 function plainObject(value: unknown, what: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${what} must be an object`);
   return value as Record<string, unknown>;
+}
+
+/** The own property `key` of `object` (undefined when absent or only inherited). */
+function own(object: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(object, key) ? object[key] : undefined;
+}
+
+/** Names that would be lost as keys of a plain object (it would set the prototype instead). */
+function checkName(name: string, what: string): void {
+  if (name === "__proto__") throw new TypeError(`${what} "__proto__" is not allowed: it cannot be carried as a plain key`);
+}
+
+export interface ResolvedRunOptions {
+  filename: string | undefined;
+  input: unknown;
+  signal: AbortSignal | null;
+  queueTimeoutMs: number | null;
+}
+
+/**
+ * Validates RunOptions (and LoadOptions, which are the same without input). `null` and
+ * `undefined` mean no options; unknown keys are errors, so a misspelt `signal` is not
+ * silently ignored.
+ */
+export function resolveRunOptions(options: unknown, what = "run options", allowed: readonly string[] = RUN_OPTION_KEYS): ResolvedRunOptions {
+  if (options === undefined || options === null) return { filename: undefined, input: undefined, signal: null, queueTimeoutMs: null };
+  const raw = plainObject(options, what);
+  for (const key of Object.keys(raw)) {
+    if (!allowed.includes(key)) throw new TypeError(`unknown ${what} key "${key}" (known: ${allowed.join(", ")})`);
+  }
+  const signal = own(raw, "signal");
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError("signal must be an AbortSignal");
+  const queueTimeoutMs = own(raw, "queueTimeoutMs");
+  if (queueTimeoutMs !== undefined && (typeof queueTimeoutMs !== "number" || !Number.isFinite(queueTimeoutMs) || queueTimeoutMs < 0 || queueTimeoutMs > 24 * 3600_000)) {
+    throw new RangeError(`queueTimeoutMs must be a number from 0 to ${24 * 3600_000}, got ${String(queueTimeoutMs)}`);
+  }
+  return {
+    filename: own(raw, "filename") as string | undefined,
+    input: own(raw, "input"),
+    signal: (signal as AbortSignal | undefined) ?? null,
+    queueTimeoutMs: (queueTimeoutMs as number | undefined) ?? null,
+  };
 }
 
 function httpUrl(value: unknown, what: string): string {
@@ -29,16 +77,18 @@ function httpUrl(value: unknown, what: string): string {
 export function resolveSandboxConfig(options: SandboxOptions & { engineVariant?: EngineVariantName }): SandboxConfig {
   const raw = plainObject(options, "sandbox options");
   for (const key of Object.keys(raw)) {
-    if (!KNOWN_OPTIONS.has(key) && !["filename", "input"].includes(key)) throw new TypeError(`unknown sandbox option "${key}"`);
+    if (!KNOWN_OPTIONS.has(key)) throw new TypeError(`unknown sandbox option "${key}"`);
   }
-  const limits = resolveLimits(options.limits);
+  const limits = resolveLimits(own(raw, "limits"));
 
   const allow: string[] = [];
-  if (options.net !== undefined) {
-    const net = plainObject(options.net, "net");
-    if (net.allow !== undefined) {
-      if (!Array.isArray(net.allow)) throw new TypeError("net.allow must be an array of host entries");
-      for (const entry of net.allow) {
+  const netOption = own(raw, "net");
+  if (netOption !== undefined) {
+    const net = plainObject(netOption, "net");
+    const netAllow = own(net, "allow");
+    if (netAllow !== undefined) {
+      if (!Array.isArray(netAllow)) throw new TypeError("net.allow must be an array of host entries");
+      for (const entry of netAllow) {
         if (typeof entry !== "string") throw new TypeError("net.allow entries must be strings");
         parseAllowEntry(entry); // throws a TypeError that says what is wrong with the entry
         allow.push(entry);
@@ -47,50 +97,62 @@ export function resolveSandboxConfig(options: SandboxOptions & { engineVariant?:
   }
 
   const env: Record<string, string> = {};
-  if (options.env !== undefined) {
-    for (const [key, value] of Object.entries(plainObject(options.env, "env"))) {
+  const envOption = own(raw, "env");
+  if (envOption !== undefined) {
+    for (const [key, value] of Object.entries(plainObject(envOption, "env"))) {
+      checkName(key, "env key");
       if (typeof value !== "string") throw new TypeError(`env.${key} must be a string`);
       env[key] = value;
     }
   }
 
   const secrets: SandboxConfig["secrets"] = {};
-  if (options.secrets !== undefined) {
-    for (const [name, spec] of Object.entries(plainObject(options.secrets, "secrets"))) {
+  const secretsOption = own(raw, "secrets");
+  if (secretsOption !== undefined) {
+    for (const [name, spec] of Object.entries(plainObject(secretsOption, "secrets"))) {
+      checkName(name, "secret name");
       const secret = plainObject(spec, `secrets.${name}`);
-      if (typeof secret.value !== "string") throw new TypeError(`secrets.${name}.value must be a string`);
-      if (!Array.isArray(secret.origins) || !secret.origins.every((o) => typeof o === "string")) {
+      const value = own(secret, "value");
+      const origins = own(secret, "origins");
+      if (typeof value !== "string") throw new TypeError(`secrets.${name}.value must be a string`);
+      if (!Array.isArray(origins) || !origins.every((o) => typeof o === "string")) {
         throw new TypeError(`secrets.${name}.origins must be an array of origins`);
       }
-      secrets[name] = { value: secret.value, origins: [...(secret.origins as string[])] };
+      secrets[name] = { value, origins: [...(origins as string[])] };
     }
     new SecretStore(secrets); // validates names, values and origins with clear messages
   }
 
   let cloud: SandboxConfig["cloud"] = null;
-  if (options.cloud !== undefined) {
-    const raw = plainObject(options.cloud, "cloud");
-    cloud = { baseUrl: httpUrl(raw.baseUrl, "cloud.baseUrl").replace(/\/$/, "") };
+  const cloudOption = own(raw, "cloud");
+  if (cloudOption !== undefined) {
+    const rawCloud = plainObject(cloudOption, "cloud");
+    cloud = { baseUrl: httpUrl(own(rawCloud, "baseUrl"), "cloud.baseUrl").replace(/\/$/, "") };
     // Configuring the cloud API is the embedder naming its origin: the preconfigured
     // client may reach it (and only it) without a separate net.allow entry.
     const origin = new URL(cloud.baseUrl);
     const entry = `${origin.hostname}:${origin.port || (origin.protocol === "https:" ? 443 : 80)}`;
     if (!allow.includes(entry)) allow.push(entry);
     for (const key of ["token", "session"] as const) {
-      if (raw[key] === undefined) continue;
-      const ref = plainObject(raw[key], `cloud.${key}`);
-      if (typeof ref.secret !== "string" || !(ref.secret in secrets)) {
+      const refOption = own(rawCloud, key);
+      if (refOption === undefined) continue;
+      const ref = plainObject(refOption, `cloud.${key}`);
+      const secretName = own(ref, "secret");
+      if (typeof secretName !== "string" || !Object.hasOwn(secrets, secretName)) {
         throw new TypeError(`cloud.${key}.secret must name one of the sandbox's secrets (${Object.keys(secrets).join(", ") || "none given"})`);
       }
-      cloud[key] = { secret: ref.secret };
+      cloud[key] = { secret: secretName };
     }
   }
 
-  const location = options.location === undefined ? null : httpUrl(options.location, "location");
-  if (options.onLog !== undefined && typeof options.onLog !== "function") throw new TypeError("onLog must be a function");
-  if (options.isolate !== undefined && typeof options.isolate !== "boolean") throw new TypeError("isolate must be a boolean");
-  const variant = options.engineVariant ?? "release";
+  const locationOption = own(raw, "location");
+  const location = locationOption === undefined ? null : httpUrl(locationOption, "location");
+  const onLog = own(raw, "onLog");
+  if (onLog !== undefined && typeof onLog !== "function") throw new TypeError("onLog must be a function");
+  const isolate = own(raw, "isolate");
+  if (isolate !== undefined && typeof isolate !== "boolean") throw new TypeError("isolate must be a boolean");
+  const variant = own(raw, "engineVariant") ?? "release";
   if (variant !== "release" && variant !== "debug") throw new TypeError('engineVariant must be "release" or "debug"');
 
-  return { limits, allow, env, secrets, cloud, location, streamLogs: typeof options.onLog === "function", variant };
+  return { limits, allow, env, secrets, cloud, location, streamLogs: typeof onLog === "function", variant };
 }

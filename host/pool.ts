@@ -1,27 +1,30 @@
-// The embedder's side of the worker threads: a small shared pool (one worker per core, at
-// most four) in which sandboxes live, plus dedicated workers for `isolate: true` sandboxes.
+// The embedder's side of the worker threads: a small shared pool in which sandboxes live,
+// plus a bounded pool of dedicated workers for `isolate: true` sandboxes.
 //
 // Why workers: deep recursion or nested parsing inside QuickJS overflows the embedder's
 // native stack and poisons the runtime on the main thread, and terminating a worker is the
 // only hard stop for native builtins that ignore QuickJS's interrupt (DESIGN.md). The
 // watchdog below reads each worker's current guest deadline from shared memory and
-// terminates a worker stuck past it.
+// terminates a worker whose guest has used more CPU than that deadline allowed.
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { availableParallelism } from "node:os";
 import { performance } from "node:perf_hooks";
 import { compiledEngineModule } from "./engine/wasm-binary.js";
-import type { WorkerInit, WorkerMessage, WorkerRequest } from "./protocol.js";
+import type { ActivationRequest, WorkerInit, WorkerMessage, WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
 import { WATCHDOG_BYTES, WATCHDOG_REASON } from "./worker/guard.js";
+import { ActivationSlots, ACTIVATION_SLOTS_BYTES, NO_SLOT } from "./activation-slots.js";
+import { threadClock, type ThreadClock } from "./thread-cpu.js";
 
 /**
- * How long past its deadline a guest may stay in native code before its worker is
- * terminated. The interrupt stops JavaScript within a few ms of the deadline; this grace
- * only matters for native builtins that ignore it (seconds past the deadline). It is
- * generous because on a loaded machine a worker starved of CPU for a moment looks the
- * same as a stuck one, and terminating a shared worker disposes its other sandboxes too.
+ * How much CPU time past its deadline a guest may spend (in native code that ignores the
+ * interrupt) before its worker is terminated. Measured on the worker thread's own CPU
+ * clock, so a worker starved by an oversubscribed machine is never mistaken for a stuck
+ * one; the interrupt stops JavaScript within a few ms, so only native hogs get here.
  */
-export const HARD_STOP_GRACE_MS = 500;
+export const HARD_STOP_GRACE_CPU_MS = 100;
+/** The same grace where no per-thread CPU clock exists (no /proc): wall time, so generous. */
+export const HARD_STOP_GRACE_WALL_MS = 500;
 const WATCHDOG_INTERVAL_MS = 20;
 const WORKER_STACK_MB = 16;
 /**
@@ -31,7 +34,56 @@ const WORKER_STACK_MB = 16;
  * poll is bounded and adaptive: only while recent calls answered quickly, at most this long.
  */
 const CALL_SPIN_MAX_MS = 0.2;
-const WARM_POOL_SIZE = 3;
+/**
+ * A guest entry running longer than this holds up every run queued behind it on its
+ * worker: runs that have not started yet may then move to a worker with less queued work
+ * (see WorkerConnection.movable). Ordinary runs take a few ms; a loop runs to its limit.
+ */
+const MOVE_QUEUED_AFTER_MS = 20;
+
+/** Sizes of the worker pools (see configurePool and docs/architecture.md, "Tenancy"). */
+export interface PoolOptions {
+  /** Workers shared by ordinary sandboxes. Default: one per core, at most 4. */
+  sharedWorkers: number;
+  /** Ready sandboxes each shared worker keeps built ahead of requests. Default 3. */
+  warmSandboxesPerWorker: number;
+  /** Dedicated workers for `isolate: true` sandboxes alive at once; more wait for one. Default: 2 per core, at most 16. */
+  maxIsolatedWorkers: number;
+  /** Dedicated workers kept idle for the next isolated sandbox (instead of a new thread each). Default 2. */
+  idleIsolatedWorkers: number;
+}
+
+export function defaultPoolOptions(): PoolOptions {
+  const cores = availableParallelism();
+  return {
+    sharedWorkers: Math.max(1, Math.min(4, cores)),
+    warmSandboxesPerWorker: 3,
+    maxIsolatedWorkers: Math.max(2, Math.min(16, 2 * cores)),
+    idleIsolatedWorkers: 2,
+  };
+}
+
+const POOL_BOUNDS: Record<keyof PoolOptions, [number, number]> = {
+  sharedWorkers: [1, 64],
+  warmSandboxesPerWorker: [0, 64],
+  maxIsolatedWorkers: [1, 1024],
+  idleIsolatedWorkers: [0, 1024],
+};
+
+export function resolvePoolOptions(input: unknown, base: PoolOptions): PoolOptions {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) throw new TypeError("pool options must be an object");
+  const options = { ...base };
+  for (const key of Object.keys(input)) {
+    if (!Object.hasOwn(POOL_BOUNDS, key)) throw new TypeError(`unknown pool option "${key}" (known: ${Object.keys(POOL_BOUNDS).join(", ")})`);
+    const value = (input as Record<string, unknown>)[key];
+    const [min, max] = POOL_BOUNDS[key as keyof PoolOptions];
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+      throw new RangeError(`pool option ${key} must be an integer from ${min} to ${max}, got ${String(value)}`);
+    }
+    options[key as keyof PoolOptions] = value;
+  }
+  return options;
+}
 
 export class WorkerLostError extends Error {
   constructor(
@@ -48,12 +100,31 @@ export class WorkerLostError extends Error {
 interface Pending {
   resolve(value: unknown): void;
   reject(error: Error): void;
+  /** Runs, loads and calls: counted in `activations`, with a shared slot given back on reply. */
+  activation: boolean;
+  slot: number;
+}
+
+/** What the watchdog knows of the guest entry it is watching. */
+interface WatchedEntry {
+  deadline: number;
+  /** The worker thread's clock when the watchdog first saw this entry. */
+  clockAtNs: number;
+  /** Budget left at that moment (deadline minus then), in ms. */
+  budgetMs: number;
+  seenAt: number;
 }
 
 export class WorkerConnection {
   private readonly worker: Worker;
   private readonly port: MessagePort;
   private readonly watchdog: Float64Array;
+  readonly slots: ActivationSlots;
+  /** Slots of activations in flight (see stop). */
+  private readonly liveSlots = new Set<number>();
+  /** The worker thread's CPU clock once it told its id; wall time until then or off Linux. */
+  private clock: ThreadClock = threadClock(null);
+  private watched: WatchedEntry | null = null;
   /** Recent plugin-call round trips (ms, smoothed): polling only pays while they are short. */
   private recentCallMs = CALL_SPIN_MAX_MS / 2;
   private readonly callStarts = new Map<number, number>();
@@ -61,15 +132,25 @@ export class WorkerConnection {
   private readonly logListeners = new Map<number, (entry: LogEntry) => void>();
   private readonly disposeListeners = new Map<number, (reason: string) => void>();
   private nextId = 1;
+  /** Runs, loads and calls sent and not answered yet: the queue placement compares. */
+  activations = 0;
+  /**
+   * Activations that could move to another worker while still queued here (one-shot runs
+   * of sandboxes that hold no state in this worker); each callback tries to withdraw its
+   * run and send it elsewhere. Registered and removed by host/sandbox.ts.
+   */
+  readonly movable = new Set<() => void>();
   sandboxCount = 0;
   lost: WorkerLostError | null = null;
 
-  constructor(private readonly pool: WorkerPool, readonly dedicated: boolean) {
+  constructor(private readonly pool: WorkerPool, readonly dedicated: boolean, warmPoolSize: number) {
     const watchdog = new SharedArrayBuffer(WATCHDOG_BYTES);
     this.watchdog = new Float64Array(watchdog);
+    const activationSlots = new SharedArrayBuffer(ACTIVATION_SLOTS_BYTES);
+    this.slots = new ActivationSlots(activationSlots);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    const init: WorkerInit = { port: port2, wasmModules: { release: compiledEngineModule("release") }, watchdog, warmPoolSize: dedicated ? 0 : WARM_POOL_SIZE };
+    const init: WorkerInit = { port: port2, wasmModules: { release: compiledEngineModule("release") }, watchdog, activationSlots, warmPoolSize };
     this.worker = new Worker(new URL("./worker/entry.js", import.meta.url), {
       workerData: init,
       transferList: [port2],
@@ -86,15 +167,49 @@ export class WorkerConnection {
   }
 
   request<T>(request: WorkerRequest): Promise<T> {
+    return this.send<T>(request, NO_SLOT);
+  }
+
+  /**
+   * Sends a run, load or call with a shared slot of its own (host/activation-slots.ts):
+   * the caller can stop it and learn whether it had effects, even if the worker is lost.
+   */
+  activate<T>(request: ActivationRequest): { slot: number; reply: Promise<T> } {
+    const slot = this.lost ? NO_SLOT : this.slots.allocate();
+    return { slot, reply: this.send<T>({ ...request, slot }, slot) };
+  }
+
+  /** Asks the worker to end an activation (see ActivationSlots.requestStop); true if it had started. */
+  stop(slot: number): boolean {
+    // A slot is only touched while its activation is in flight: once answered, it may
+    // already belong to another one.
+    if (slot === NO_SLOT || this.lost || !this.liveSlots.has(slot)) return true;
+    const started = this.slots.requestStop(slot);
+    // A guest in a loop sees the shared bit; one waiting on timers or fetches needs a message.
+    if (started) this.send({ op: "abort", slot }, NO_SLOT).catch(() => undefined);
+    return started;
+  }
+
+  /** Withdraws an activation still queued in the worker (see ActivationSlots.withdrawIfQueued). */
+  withdrawIfQueued(slot: number): boolean {
+    return !this.lost && this.liveSlots.has(slot) && this.slots.withdrawIfQueued(slot);
+  }
+
+  private send<T>(request: WorkerRequest, slot: number): Promise<T> {
     if (this.lost) return Promise.reject(this.lost);
     const id = this.nextId++;
+    const isActivation = request.op === "run" || request.op === "load" || request.op === "call";
     const promise = new Promise<T>((resolve, reject) => {
       // A pending request keeps the process alive; an idle pool does not.
       if (this.pending.size === 0) {
         this.worker.ref();
         this.port.ref();
       }
-      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      if (isActivation) {
+        this.activations++;
+        this.liveSlots.add(slot);
+      }
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, activation: isActivation, slot });
       this.pool.watch();
       this.port.postMessage({ id, request });
     });
@@ -129,6 +244,18 @@ export class WorkerConnection {
     return this.pending.size > 0;
   }
 
+  /**
+   * How much work a new sandbox would queue behind here: activations in flight (each one
+   * waits for those ahead of it), plus one more for every 10 ms the current guest has been
+   * running (a long one holds up everything queued behind it).
+   */
+  queuedWork(nowEpochMs: number): number {
+    // `watched` may be left from an entry that has ended since the watchdog last looked.
+    const inGuest = this.watched !== null && this.watchdog[0] === this.watched.deadline;
+    const stuckMs = inGuest ? nowEpochMs - this.watched!.seenAt : 0;
+    return this.activations + Math.floor(stuckMs / 10);
+  }
+
   private onMessage(message: WorkerMessage): void {
     if (message.type === "log") {
       const listener = this.logListeners.get(message.sandboxId);
@@ -142,6 +269,12 @@ export class WorkerConnection {
       }
       return;
     }
+    if (message.type === "thread") {
+      this.clock.close();
+      this.clock = threadClock(message.threadId);
+      this.watched = null;
+      return;
+    }
     if (message.type === "disposed") {
       this.disposeListeners.get(message.sandboxId)?.(message.reason);
       return;
@@ -149,7 +282,7 @@ export class WorkerConnection {
     if (message.type !== "reply") return;
     const pending = this.pending.get(message.id);
     if (!pending) return;
-    this.pending.delete(message.id);
+    this.settled(message.id, pending);
     const callStarted = this.callStarts.get(message.id);
     if (callStarted !== undefined) {
       this.callStarts.delete(message.id);
@@ -163,10 +296,39 @@ export class WorkerConnection {
     else pending.reject(Object.assign(new Error(message.error.message), { name: message.error.name }));
   }
 
-  /** Called by the pool's watchdog; terminates the worker if its guest is stuck past the deadline. */
+  private settled(id: number, pending: Pending): void {
+    this.pending.delete(id);
+    if (pending.activation) {
+      this.activations--;
+      this.liveSlots.delete(pending.slot);
+      this.slots.release(pending.slot);
+    }
+  }
+
+  /**
+   * Called by the pool's watchdog. The guard writes the deadline of the guest entry in
+   * progress (epoch ms; 0 when no guest code runs). The first time the watchdog sees an
+   * entry it notes the thread's CPU clock and the budget left; it terminates the worker
+   * only once the thread has used that budget plus the grace in CPU time. Time the thread
+   * spent waiting for a core does not count, so an oversubscribed machine kills nothing.
+   */
   checkDeadline(nowEpochMs: number): void {
+    if (this.lost) return;
     const deadline = this.watchdog[0]!;
-    if (deadline === 0 || nowEpochMs <= deadline + HARD_STOP_GRACE_MS || this.lost) return;
+    if (deadline === 0) {
+      this.watched = null;
+      return;
+    }
+    if (this.watched === null || this.watched.deadline !== deadline) {
+      this.watched = { deadline, clockAtNs: this.clock.nowNs(), budgetMs: Math.max(0, deadline - nowEpochMs), seenAt: nowEpochMs };
+      return;
+    }
+    if (nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0 && this.pool.hasRoomElsewhere(this, nowEpochMs)) {
+      for (const move of [...this.movable]) move();
+    }
+    const usedMs = (this.clock.nowNs() - this.watched.clockAtNs) / 1e6;
+    const grace = this.clock.isCpu ? HARD_STOP_GRACE_CPU_MS : HARD_STOP_GRACE_WALL_MS;
+    if (usedMs <= this.watched.budgetMs + grace) return;
     const sandboxId = this.watchdog[1]!;
     const reason = this.watchdog[2] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
     this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason));
@@ -177,9 +339,14 @@ export class WorkerConnection {
     if (this.lost) return;
     this.lost = error;
     this.pool.forget(this);
-    for (const pending of this.pending.values()) pending.reject(error);
-    this.pending.clear();
+    for (const [id, pending] of [...this.pending]) {
+      // The slot is not released: its "had effects" bit is read after the rejection.
+      this.pending.delete(id);
+      if (pending.activation) this.activations--;
+      pending.reject(error);
+    }
     this.callStarts.clear();
+    this.clock.close();
     this.worker.unref();
     this.port.close();
   }
@@ -190,55 +357,140 @@ export class WorkerConnection {
   }
 }
 
+/** A request for a dedicated worker, waiting while all `maxIsolatedWorkers` are taken. */
+interface IsolatedWaiter {
+  resolve(connection: WorkerConnection): void;
+}
+
 export class WorkerPool {
   private readonly shared: WorkerConnection[] = [];
   private readonly all = new Set<WorkerConnection>();
+  /** Dedicated workers alive (serving a sandbox or idle). */
+  private isolatedAlive = 0;
+  private readonly idleIsolated: WorkerConnection[] = [];
+  private readonly isolatedWaiters: IsolatedWaiter[] = [];
   private nextShared = 0;
   private watchdogTimer: NodeJS.Timeout | null = null;
+  options: PoolOptions;
 
-  constructor(private readonly size = Math.max(1, Math.min(4, availableParallelism()))) {}
+  constructor(options: Partial<PoolOptions> = {}) {
+    this.options = resolvePoolOptions(options, defaultPoolOptions());
+  }
 
-  /** A worker for a new sandbox: the least loaded shared one, or a dedicated one. */
-  acquire(dedicated: boolean): WorkerConnection {
+  /** Changes the pool's sizes; running workers stay, new decisions follow the new sizes. */
+  configure(options: Partial<PoolOptions>): void {
+    this.options = resolvePoolOptions(options, this.options);
+    while (this.idleIsolated.length > this.options.idleIsolatedWorkers) this.idleIsolated.shift()!.terminate();
+    this.wakeIsolatedWaiters();
+  }
+
+  /** A shared worker for a new sandbox: the one with the least queued work. */
+  acquireShared(): WorkerConnection {
     let connection: WorkerConnection;
-    if (dedicated) {
-      connection = new WorkerConnection(this, true);
-    } else if (this.shared.length < this.size) {
-      connection = new WorkerConnection(this, false);
-      this.shared.push(connection);
+    if (this.shared.length < this.options.sharedWorkers) {
+      connection = this.startShared();
     } else {
-      // Least loaded; ties go round-robin, so sandboxes created one after another land on
-      // different workers while each refills its warm pool.
+      // Least queued work; ties go round-robin, so sandboxes created one after another
+      // land on different workers while each refills its warm pool.
+      const now = performance.timeOrigin + performance.now();
       const start = this.nextShared++ % this.shared.length;
       connection = this.shared[start]!;
+      let best = connection.queuedWork(now);
       for (let i = 1; i < this.shared.length; i++) {
         const candidate = this.shared[(start + i) % this.shared.length]!;
-        if (candidate.sandboxCount < connection.sandboxCount) connection = candidate;
+        const work = candidate.queuedWork(now);
+        if (work < best || (work === best && candidate.sandboxCount < connection.sandboxCount)) {
+          connection = candidate;
+          best = work;
+        }
       }
     }
-    this.all.add(connection);
     connection.sandboxCount++;
+    return connection;
+  }
+
+  /**
+   * A dedicated worker for an isolated sandbox: an idle one, a new one while fewer than
+   * maxIsolatedWorkers are alive, or (beyond that) the first one released. `cancel` gives
+   * up the wait (the sandbox was disposed before it got a worker).
+   */
+  acquireIsolated(): { connection: Promise<WorkerConnection>; cancel(): void } {
+    const waiter: IsolatedWaiter & { cancelled?: boolean } = { resolve: () => undefined };
+    const connection = new Promise<WorkerConnection>((resolve) => {
+      waiter.resolve = (connection) => {
+        connection.sandboxCount++;
+        resolve(connection);
+      };
+    });
+    this.isolatedWaiters.push(waiter);
+    this.wakeIsolatedWaiters();
+    return {
+      connection,
+      cancel: () => {
+        const index = this.isolatedWaiters.indexOf(waiter);
+        if (index !== -1) this.isolatedWaiters.splice(index, 1);
+      },
+    };
+  }
+
+  private wakeIsolatedWaiters(): void {
+    while (this.isolatedWaiters.length > 0) {
+      let connection = this.idleIsolated.pop();
+      while (connection?.lost) connection = this.idleIsolated.pop();
+      if (!connection) {
+        if (this.isolatedAlive >= this.options.maxIsolatedWorkers) return;
+        connection = new WorkerConnection(this, true, 0);
+        this.isolatedAlive++;
+        this.all.add(connection);
+      }
+      this.isolatedWaiters.shift()!.resolve(connection);
+    }
+  }
+
+  private startShared(): WorkerConnection {
+    const connection = new WorkerConnection(this, false, this.options.warmSandboxesPerWorker);
+    this.shared.push(connection);
+    this.all.add(connection);
     return connection;
   }
 
   release(connection: WorkerConnection): void {
     connection.sandboxCount--;
-    if (connection.dedicated && connection.sandboxCount === 0) connection.terminate();
+    if (!connection.dedicated || connection.sandboxCount > 0 || connection.lost) return;
+    // An idle dedicated worker is kept for the next isolated sandbox (a new thread costs
+    // its start-up and warm-up), up to idleIsolatedWorkers of them.
+    if (this.isolatedWaiters.length > 0) {
+      this.isolatedWaiters.shift()!.resolve(connection);
+    } else if (this.idleIsolated.length < this.options.idleIsolatedWorkers) {
+      this.idleIsolated.push(connection);
+    } else {
+      connection.terminate();
+    }
+  }
+
+  /** Whether a run queued on `connection` would wait for less on another shared worker. */
+  hasRoomElsewhere(connection: WorkerConnection, nowEpochMs: number): boolean {
+    if (connection.dedicated) return false;
+    if (this.shared.length < this.options.sharedWorkers) return true;
+    const here = connection.queuedWork(nowEpochMs);
+    return this.shared.some((other) => other !== connection && other.queuedWork(nowEpochMs) + 1 < here);
   }
 
   /** Starts the shared workers now instead of at the first createSandbox. */
   warmUp(): void {
-    while (this.shared.length < this.size) {
-      const connection = new WorkerConnection(this, false);
-      this.shared.push(connection);
-      this.all.add(connection);
-    }
+    while (this.shared.length < this.options.sharedWorkers) this.startShared();
   }
 
   forget(connection: WorkerConnection): void {
-    this.all.delete(connection);
+    if (!this.all.delete(connection)) return;
     const index = this.shared.indexOf(connection);
     if (index !== -1) this.shared.splice(index, 1);
+    if (connection.dedicated) {
+      this.isolatedAlive--;
+      const idle = this.idleIsolated.indexOf(connection);
+      if (idle !== -1) this.idleIsolated.splice(idle, 1);
+      this.wakeIsolatedWaiters();
+    }
   }
 
   /** Runs the watchdog while any worker has a request in flight. */
@@ -260,11 +512,24 @@ export class WorkerPool {
     this.watchdogTimer.unref();
   }
 
+  /** Figures for tests and monitoring: how many workers of each kind are alive. */
+  get counts(): PoolStats {
+    return {
+      shared: this.shared.length,
+      isolated: this.isolatedAlive,
+      idleIsolated: this.idleIsolated.length,
+      waitingForIsolated: this.isolatedWaiters.length,
+      inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
+    };
+  }
+
   /** Terminates every worker (tests, graceful shutdown). Sandboxes in them become unusable. */
   async shutdown(): Promise<void> {
     for (const connection of [...this.all]) connection.terminate();
     this.all.clear();
     this.shared.length = 0;
+    this.idleIsolated.length = 0;
+    this.isolatedAlive = 0;
   }
 }
 
@@ -272,4 +537,31 @@ let defaultPool: WorkerPool | null = null;
 export function sharedPool(): WorkerPool {
   defaultPool ??= new WorkerPool();
   return defaultPool;
+}
+
+/** What the process-wide pools hold now (for monitoring and tests). */
+export interface PoolStats {
+  /** Shared workers alive. */
+  shared: number;
+  /** Dedicated workers alive (serving an isolated sandbox, or idle for the next). */
+  isolated: number;
+  idleIsolated: number;
+  /** Isolated sandboxes waiting for a dedicated worker (all maxIsolatedWorkers taken). */
+  waitingForIsolated: number;
+  /** Runs, loads and calls sent to each shared worker and not answered yet. */
+  inFlightPerSharedWorker: number[];
+}
+
+export function poolStats(): PoolStats {
+  return sharedPool().counts;
+}
+
+/**
+ * Sizes the process-wide worker pools (exported from "scriptbox"). Call it at start-up;
+ * later calls apply to workers started afterwards. Returns the sizes now in force.
+ */
+export function configurePool(options: Partial<PoolOptions> = {}): PoolOptions {
+  const pool = sharedPool();
+  pool.configure(options);
+  return { ...pool.options };
 }

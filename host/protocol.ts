@@ -18,11 +18,17 @@ export interface SandboxConfig {
 
 export type WorkerRequest =
   | { op: "create"; sandboxId: number; config: SandboxConfig }
-  | { op: "run"; sandboxId: number; code: string; filename: string; input: unknown }
-  | { op: "load"; sandboxId: number; pluginId: number; code: string; filename: string }
-  | { op: "call"; sandboxId: number; pluginId: number; name: string; args: unknown[] }
+  | ActivationRequest
   | { op: "unload"; sandboxId: number; pluginId: number }
-  | { op: "dispose"; sandboxId: number };
+  | { op: "dispose"; sandboxId: number }
+  /** Ends the activation of that slot if it is waiting (on timers or fetches); see activation-slots.ts. */
+  | { op: "abort"; slot: number };
+
+/** Requests that enter guest code. `slot` is the activation's shared slot (host/activation-slots.ts). */
+export type ActivationRequest =
+  | { op: "run"; sandboxId: number; slot: number; code: string; filename: string; input: unknown }
+  | { op: "load"; sandboxId: number; slot: number; pluginId: number; code: string; filename: string }
+  | { op: "call"; sandboxId: number; slot: number; pluginId: number; name: string; args: unknown[] };
 
 /** What a run, a load or a call produced, before source mapping. */
 export interface ActivationOutcome {
@@ -30,7 +36,8 @@ export interface ActivationOutcome {
   value?: unknown;
   error?: SandboxError;
   logs: LogEntry[];
-  stats: RunStats;
+  /** queuedMs is the embedder's to measure (host/sandbox.ts). */
+  stats: Omit<RunStats, "queuedMs">;
   /** Set when the failure disposed the sandbox (its engine instance could not go on). */
   sandboxDisposed?: string;
   /** For loads: the plugin's export names. */
@@ -44,7 +51,9 @@ export type WorkerMessage =
   | { type: "log"; sandboxId: number; entry: LogEntry }
   /** A sandbox failed outside any request (its engine could not free a realm): it is gone. */
   | { type: "disposed"; sandboxId: number; reason: string }
-  | { type: "ready" };
+  | { type: "ready" }
+  /** Sent first: the worker thread's kernel id, so the watchdog can read its CPU time (null off Linux). */
+  | { type: "thread"; threadId: number | null };
 
 export interface WorkerInit {
   /** The channel both ways (a MessagePort, so the embedder can take replies synchronously). */
@@ -52,5 +61,7 @@ export interface WorkerInit {
   wasmModules: Partial<Record<EngineVariantName, WebAssembly.Module>>;
   /** Shared with the embedder's watchdog: [deadline (epoch ms, 0 = not in guest code), sandboxId]. */
   watchdog: SharedArrayBuffer;
+  /** Shared per-activation slots (host/activation-slots.ts). */
+  activationSlots: SharedArrayBuffer;
   warmPoolSize: number;
 }

@@ -1,21 +1,43 @@
 // The embedder's handle on a sandbox (it holds no engine: the sandbox lives in a worker).
+//
+// The run contract (README, docs/architecture.md "Tenancy"): run, load, call and
+// runScript settle with a result for everything a script, or another sandbox's script,
+// can cause; they throw only for the embedder's own mistakes (bad arguments or options,
+// use after dispose()). A run whose worker is lost through no fault of its own is a
+// bystander: it moves with its sandbox to a fresh worker and, if it had no effect outside
+// the sandbox yet, runs again there; otherwise it ends with kind "evicted".
+import { performance } from "node:perf_hooks";
 import { toCrossable } from "./marshal/crossing-values.js";
-import { resolveSandboxConfig } from "./options.js";
+import { resolveRunOptions, resolveSandboxConfig, RUN_OPTION_KEYS, type ResolvedRunOptions } from "./options.js";
 import { sharedPool, WorkerLostError, type WorkerConnection, type WorkerPool } from "./pool.js";
-import type { ActivationOutcome } from "./protocol.js";
+import type { ActivationOutcome, ActivationRequest, SandboxConfig } from "./protocol.js";
 import { StackMapper } from "./source-map.js";
 import { bundleScriptFile, prepareSource, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
 import { SandboxDisposedError, ScriptError } from "./errors.js";
-import type { LoadOptions, RunOptions, RunResult, SandboxError, SandboxOptions } from "./types.js";
+import type { CallOptions, LoadOptions, LogEntry, RunOptions, RunResult, SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
 import { formatBytes } from "./limits.js";
+import { disposedOutcome, evictedOutcome, hardStoppedOutcome, interruptedOutcome, type Interruption } from "./tenancy-outcomes.js";
 
 let nextSandboxId = 1;
 let nextPluginId = 1;
 
-const EMPTY_STATS = { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0 };
+const EMPTY_STATS = { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0, queuedMs: 0 };
+/**
+ * How often a bystander without effects is re-run on a fresh worker before it ends
+ * "evicted": each loss is another runaway stopped, so this only bounds a flood of them.
+ */
+const MAX_BYSTANDER_RETRIES = 5;
+/** How often one run may move off a stuck worker while queued (see #movableWhileQueued). */
+const MAX_MOVES = 3;
+/**
+ * After an abort, how long to wait for the worker's own outcome (it keeps the logs and
+ * stats; a loop sees the stop at its next interrupt check, a waiting run at once) before
+ * answering without it (a native call that ignores the interrupt).
+ */
+const ABORT_ANSWER_WAIT_MS = 50;
 
-function syntaxResult(error: ScriptSyntaxError): RunResult {
+function syntaxResult(error: ScriptSyntaxError): RunResult & { ok: false } {
   return {
     ok: false,
     error: { kind: "syntax", name: "SyntaxError", message: error.message, stack: `SyntaxError: ${error.message}\n    at ${error.location}` },
@@ -40,41 +62,101 @@ function checkFilename(filename: unknown): string {
   return filename;
 }
 
+/** The worker a sandbox lives in, and its creation there (pipelined: not awaited before the first run). */
+interface Home {
+  connection: WorkerConnection;
+  created: Promise<unknown>;
+  /** Set once the worker confirmed the creation: later requests need not wait for it. */
+  confirmed: boolean;
+}
+
+/** An activation in flight, as dispose() sees it. */
+interface InFlight {
+  interrupt(kind: Interruption): void;
+}
+
+/** A run, load or call as the sandbox sends it (the connection adds the slot, the sandbox its id). */
+type ActivationBody = ActivationRequest extends infer R ? (R extends ActivationRequest ? Omit<R, "slot" | "sandboxId"> : never) : never;
+
 export class Sandbox {
-  readonly #connection: WorkerConnection;
   readonly #pool: WorkerPool;
   readonly #id: number;
-  readonly #created: Promise<unknown>;
-  /** Set once the worker confirmed the creation: later requests need not wait for it. */
-  #confirmed = false;
+  readonly #config: SandboxConfig;
+  readonly #isolate: boolean;
+  readonly #onLog: ((entry: LogEntry) => void) | null;
   readonly #limits: { cpuTimeMs: number; wallTimeMs: number; memoryBytes: number };
+  /** The current home, once it has a worker; a new one is found after a worker is lost. */
+  #home: Home | null = null;
+  #homeReady: Promise<Home> | null = null;
+  /** An isolated sandbox waiting for a dedicated worker (see WorkerPool.acquireIsolated). */
+  #homeWait: { cancel(): void } | null = null;
   readonly #plugins = new Set<Plugin>();
+  /** Plugins whose realm went with a lost worker: calls on them end "evicted". */
+  readonly #lostPlugins = new WeakSet<Plugin>();
+  readonly #inFlight = new Set<InFlight>();
   #disposed: string | null = null;
 
-  private constructor(pool: WorkerPool, connection: WorkerConnection, id: number, created: Promise<unknown>, limits: { cpuTimeMs: number; wallTimeMs: number; memoryBytes: number }) {
+  private constructor(pool: WorkerPool, config: SandboxConfig, isolate: boolean, onLog: ((entry: LogEntry) => void) | null) {
     this.#pool = pool;
-    this.#connection = connection;
-    this.#id = id;
-    this.#created = created;
-    this.#limits = limits;
+    this.#id = nextSandboxId++;
+    this.#config = config;
+    this.#isolate = isolate;
+    this.#onLog = onLog;
+    this.#limits = config.limits;
   }
 
   /** See createSandbox. */
   static async create(options: SandboxOptions = {}, pool: WorkerPool = sharedPool()): Promise<Sandbox> {
     const config = resolveSandboxConfig(options as SandboxOptions & { engineVariant?: EngineVariantName });
-    const connection = pool.acquire(options.isolate === true);
-    const id = nextSandboxId++;
-    connection.onLog(id, options.onLog ?? null);
-    const sandboxRef: { sandbox?: Sandbox } = {};
-    connection.onDisposed(id, (reason) => {
-      if (sandboxRef.sandbox) sandboxRef.sandbox.#markDisposed(reason);
-    });
+    const sandbox = new Sandbox(pool, config, options.isolate === true, options.onLog ?? null);
     // Not awaited: the worker handles messages in order, so the first run is pipelined
-    // behind the creation instead of waiting a round trip for it.
-    const created = connection.request({ op: "create", sandboxId: id, config });
+    // behind the creation instead of waiting a round trip for it. An isolated sandbox may
+    // wait here for a dedicated worker: that wait counts as its first run's queued time.
+    sandbox.#homeReady = sandbox.#findHome();
+    sandbox.#homeReady.catch(() => undefined);
+    return sandbox;
+  }
+
+  async #findHome(): Promise<Home> {
+    if (this.#disposed !== null) throw new SandboxDisposedError(this.#disposed);
+    let connection: WorkerConnection;
+    if (this.#isolate) {
+      const wait = this.#pool.acquireIsolated();
+      this.#homeWait = wait;
+      connection = await wait.connection;
+      this.#homeWait = null;
+      if (this.#disposed !== null) {
+        // Disposed in the moment between getting the worker and using it: hand it back.
+        this.#pool.release(connection);
+        throw new SandboxDisposedError(this.#disposed);
+      }
+    } else {
+      connection = this.#pool.acquireShared();
+    }
+    connection.onLog(this.#id, this.#onLog);
+    connection.onDisposed(this.#id, (reason) => this.#markDisposed(reason));
+    const created = connection.request({ op: "create", sandboxId: this.#id, config: this.#config });
     created.catch(() => undefined);
-    sandboxRef.sandbox = new Sandbox(pool, connection, id, created, config.limits);
-    return sandboxRef.sandbox;
+    const home: Home = { connection, created, confirmed: false };
+    this.#home = home;
+    return home;
+  }
+
+  /** Leaves a home whose worker is gone (or at disposal); its plugins are lost with it. */
+  #leave(home: Home): void {
+    if (this.#home !== home) return;
+    this.#home = null;
+    this.#homeReady = null;
+    home.connection.onLog(this.#id, null);
+    home.connection.onDisposed(this.#id, null);
+    this.#pool.release(home.connection);
+    for (const plugin of this.#plugins) this.#lostPlugins.add(plugin);
+    this.#plugins.clear();
+  }
+
+  #currentHome(): Promise<Home> {
+    this.#homeReady ??= this.#findHome();
+    return this.#homeReady;
   }
 
   get disposed(): boolean {
@@ -86,11 +168,12 @@ export class Sandbox {
   }
 
   /** Runs a script (an ES module; TypeScript when filename ends in .ts) in a fresh realm. */
-  async run<T = unknown>(source: string, options: RunOptions = {}): Promise<RunResult<T>> {
+  async run<T = unknown>(source: string, options: RunOptions | null = {}): Promise<RunResult<T>> {
     this.#assertUsable();
     if (typeof source !== "string") throw new TypeError("source must be a string");
-    const filename = checkFilename(options.filename);
-    const input = toCrossable(options.input, "input");
+    const runOptions = resolveRunOptions(options);
+    const filename = checkFilename(runOptions.filename);
+    const input = toCrossable(runOptions.input, "input");
     let prepared: PreparedSource;
     try {
       prepared = await prepareSource(source, filename);
@@ -98,17 +181,18 @@ export class Sandbox {
       if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
       throw error;
     }
-    return this.#runPrepared(prepared, input) as Promise<RunResult<T>>;
+    return this.#runPrepared(prepared, input, runOptions) as Promise<RunResult<T>>;
   }
 
   /**
    * Runs a script file with its relative imports (bundled by esbuild, confined to the
    * file's folder). The only file access scriptbox offers; the guest itself has none.
    */
-  async runFile<T = unknown>(path: string, options: Omit<RunOptions, "filename"> = {}): Promise<RunResult<T>> {
+  async runFile<T = unknown>(path: string, options: Omit<RunOptions, "filename"> | null = {}): Promise<RunResult<T>> {
     this.#assertUsable();
     if (typeof path !== "string") throw new TypeError("path must be a string");
-    const input = toCrossable(options.input, "input");
+    const runOptions = resolveRunOptions(options, "run options", RUN_OPTION_KEYS.filter((key) => key !== "filename"));
+    const input = toCrossable(runOptions.input, "input");
     let prepared: PreparedSource;
     try {
       prepared = await bundleScriptFile(path);
@@ -116,7 +200,7 @@ export class Sandbox {
       if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
       throw error;
     }
-    return this.#runPrepared(prepared, input) as Promise<RunResult<T>>;
+    return this.#runPrepared(prepared, input, runOptions) as Promise<RunResult<T>>;
   }
 
   /**
@@ -124,35 +208,43 @@ export class Sandbox {
    * machine: the script queue's jobs), its source map mapping stacks back to the author's
    * files. The code is run as it is, never transpiled again.
    */
-  async runPrepared<T = unknown>(prepared: PreparedSource, options: Omit<RunOptions, "filename"> = {}): Promise<RunResult<T>> {
+  async runPrepared<T = unknown>(prepared: PreparedSource, options: Omit<RunOptions, "filename"> | null = {}): Promise<RunResult<T>> {
     this.#assertUsable();
     if (typeof prepared !== "object" || prepared === null || typeof prepared.code !== "string") throw new TypeError("prepared.code must be a string");
     if (prepared.map !== null && typeof prepared.map !== "string") throw new TypeError("prepared.map must be a string or null");
     const filename = checkFilename(prepared.filename);
-    const input = toCrossable(options.input, "input");
-    return this.#runPrepared({ code: prepared.code, filename, map: prepared.map }, input) as Promise<RunResult<T>>;
+    const runOptions = resolveRunOptions(options, "run options", RUN_OPTION_KEYS.filter((key) => key !== "filename"));
+    const input = toCrossable(runOptions.input, "input");
+    return this.#runPrepared({ code: prepared.code, filename, map: prepared.map }, input, runOptions) as Promise<RunResult<T>>;
   }
 
-  async #runPrepared(prepared: PreparedSource, input: unknown): Promise<RunResult> {
-    const outcome = await this.#request<ActivationOutcome>({ op: "run", sandboxId: this.#id, code: prepared.code, filename: prepared.filename, input });
-    return this.#toResult(outcome, prepared);
+  async #runPrepared(prepared: PreparedSource, input: unknown, options: ResolvedRunOptions): Promise<RunResult> {
+    const started = performance.now();
+    const outcome = await this.#activate({ op: "run", code: prepared.code, filename: prepared.filename, input }, options);
+    return this.#toResult(outcome, prepared, started);
   }
 
-  /** Loads a plugin module into a realm of its own that stays alive for calls. */
-  async load(source: string, options: LoadOptions = {}): Promise<Plugin> {
+  /**
+   * Loads a plugin module into a realm of its own that stays alive for calls. A failure
+   * (the module threw, a limit, or any kind of RunResult error) rejects with a ScriptError
+   * that carries the kind.
+   */
+  async load(source: string, options: LoadOptions | null = {}): Promise<Plugin> {
     this.#assertUsable();
     if (typeof source !== "string") throw new TypeError("source must be a string");
-    const filename = checkFilename(options.filename ?? "plugin.js");
+    const loadOptions = resolveRunOptions(options, "load options", RUN_OPTION_KEYS.filter((key) => key !== "input"));
+    const filename = checkFilename(loadOptions.filename ?? "plugin.js");
     let prepared: PreparedSource;
     try {
       prepared = await prepareSource(source, filename);
     } catch (error) {
-      if (error instanceof ScriptSyntaxError) throw new ScriptError(syntaxResult(error).ok ? (undefined as never) : (syntaxResult(error) as { error: SandboxError }).error);
+      if (error instanceof ScriptSyntaxError) throw new ScriptError(syntaxResult(error).error);
       throw error;
     }
     const pluginId = nextPluginId++;
-    const outcome = await this.#request<ActivationOutcome>({ op: "load", sandboxId: this.#id, pluginId, code: prepared.code, filename: prepared.filename });
-    const result = this.#toResult(outcome, prepared);
+    const started = performance.now();
+    const outcome = await this.#activate({ op: "load", pluginId, code: prepared.code, filename: prepared.filename }, loadOptions);
+    const result = this.#toResult(outcome, prepared, started);
     if (!result.ok) throw new ScriptError(result.error);
     const plugin = new Plugin(this, pluginId, outcome.exports ?? [], prepared);
     this.#plugins.add(plugin);
@@ -160,84 +252,190 @@ export class Sandbox {
   }
 
   /** @internal used by Plugin */
-  async callPlugin(plugin: Plugin, pluginId: number, name: string, args: unknown[], prepared: PreparedSource): Promise<RunResult> {
+  async callPlugin(plugin: Plugin, pluginId: number, name: string, args: unknown[], prepared: PreparedSource, options: ResolvedRunOptions): Promise<RunResult> {
     this.#assertUsable();
-    const outcome = await this.#request<ActivationOutcome>({ op: "call", sandboxId: this.#id, pluginId, name, args });
+    const started = performance.now();
+    if (this.#lostPlugins.has(plugin)) return this.#toResult(evictedOutcome("call", "another sandbox's runaway script made it stop"), prepared, started);
+    const outcome = await this.#activate({ op: "call", pluginId, name, args }, options);
     if (outcome.error?.message.endsWith("the plugin was unloaded")) this.#plugins.delete(plugin);
-    return this.#toResult(outcome, prepared);
+    return this.#toResult(outcome, prepared, started);
   }
 
   /** @internal used by Plugin */
   async unloadPlugin(plugin: Plugin, pluginId: number): Promise<void> {
-    if (!this.#plugins.delete(plugin) || this.#disposed !== null) return;
-    await this.#request({ op: "unload", sandboxId: this.#id, pluginId }).catch(() => undefined);
+    if (!this.#plugins.delete(plugin) || this.#disposed !== null || this.#home === null) return;
+    await this.#home.connection.request({ op: "unload", sandboxId: this.#id, pluginId }).catch(() => undefined);
   }
 
-  /** Frees the sandbox and its plugins. Safe to call more than once, and with work pending. */
+  /**
+   * Frees the sandbox and its plugins. Safe to call more than once, and with work pending:
+   * runs in flight end at once with kind "disposed".
+   */
   async dispose(): Promise<void> {
     if (this.#disposed !== null) return;
     this.#disposed = "dispose() was called";
+    for (const activation of [...this.#inFlight]) activation.interrupt("disposed");
     this.#plugins.clear();
-    this.#connection.onLog(this.#id, null);
-    this.#connection.onDisposed(this.#id, null);
+    this.#homeWait?.cancel();
+    const home = this.#home;
+    if (home === null) return;
+    this.#home = null;
+    home.connection.onLog(this.#id, null);
+    home.connection.onDisposed(this.#id, null);
     try {
-      if (!this.#connection.lost) await this.#connection.request({ op: "dispose", sandboxId: this.#id });
+      if (!home.connection.lost) await home.connection.request({ op: "dispose", sandboxId: this.#id });
     } catch {
       // The worker is gone: nothing left to free.
     } finally {
-      this.#pool.release(this.#connection);
+      this.#pool.release(home.connection);
     }
   }
 
-  async #request<T>(request: Parameters<WorkerConnection["request"]>[0]): Promise<T> {
+  /**
+   * Sends one run, load or call to the sandbox's worker and settles it with an outcome in
+   * every case: the embedder stopping it (signal, dispose(), queue timeout), the worker
+   * being lost (the sandbox moves to a fresh one; see the file's header), the sandbox
+   * failing on its own.
+   */
+  async #activate(body: ActivationBody, options: ResolvedRunOptions): Promise<ActivationOutcome> {
+    let interrupted: Interruption | null = null;
+    let current: { connection: WorkerConnection; slot: number } | null = null;
+    let wake!: () => void;
+    const interruption = new Promise<"interrupted">((resolve) => (wake = () => resolve("interrupted")));
+    const inFlight: InFlight = {
+      interrupt: (kind) => {
+        if (interrupted !== null) return;
+        if (kind === "queue-timeout") {
+          // Only a run that has not started yet: once started, its own limits apply.
+          if (current !== null && !current.connection.withdrawIfQueued(current.slot)) return;
+        } else if (current !== null) {
+          current.connection.stop(current.slot);
+        }
+        interrupted = kind;
+        wake();
+      },
+    };
+    const onAbort = () => inFlight.interrupt("aborted");
+    const { signal, queueTimeoutMs } = options;
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const queueTimer = queueTimeoutMs === null ? null : setTimeout(() => inFlight.interrupt("queue-timeout"), queueTimeoutMs);
+    this.#inFlight.add(inFlight);
+    if (signal?.aborted) onAbort();
+    let moves = 0;
     try {
-      if (this.#confirmed) return await this.#connection.request<T>(request);
-      // The first requests are pipelined behind "create": wait for both.
-      const [created, reply] = await Promise.allSettled([this.#created, this.#connection.request<T>(request)]);
-      if (created.status === "fulfilled") this.#confirmed = true;
-      if (reply.status === "fulfilled") return reply.value;
-      if (created.status === "rejected" && !(reply.reason instanceof WorkerLostError)) {
-        this.#markDisposed(`it could not be created: ${(created.reason as Error).message}`);
-        throw new SandboxDisposedError(this.#disposed!);
+      for (let attempt = 0; ; attempt++) {
+        if (interrupted !== null) return interruptedOutcome(interrupted, queueTimeoutMs, null);
+        const home = await Promise.race([this.#currentHome(), interruption]).catch(() => "interrupted" as const);
+        if (home === "interrupted") return interruptedOutcome(interrupted ?? "disposed", queueTimeoutMs, null);
+        // A worker found lost before sending: the activation never left, so it had no effects.
+        const neverSent = home.connection.lost !== null;
+        const { slot, reply } = home.connection.activate<ActivationOutcome | null>({ ...body, sandboxId: this.#id, slot: -1 } as ActivationRequest);
+        current = { connection: home.connection, slot };
+        const settled = Promise.allSettled([home.confirmed ? true : home.created, reply]);
+        const moved = this.#movableWhileQueued(home, slot, body.op, moves < MAX_MOVES);
+        const first = await Promise.race([settled, interruption, moved.promise]).finally(moved.cancel);
+        if (first === "moved") {
+          // Withdrawn unstarted from a worker stuck in another guest: run it elsewhere
+          // (not a bystander retry: the attempt does not count).
+          moves++;
+          attempt--;
+          continue;
+        }
+        if (first === "interrupted") {
+          // A queue timeout or dispose() answers at once; an abort waits a moment for the
+          // worker's own account of the stopped run (logs, stats).
+          if (interrupted === "aborted") {
+            const late = await Promise.race([settled, new Promise<null>((resolve) => setTimeout(resolve, ABORT_ANSWER_WAIT_MS, null))]);
+            const fromWorker = late !== null && late[1].status === "fulfilled" ? late[1].value : null;
+            return interruptedOutcome("aborted", queueTimeoutMs, fromWorker);
+          }
+          return interruptedOutcome(interrupted!, queueTimeoutMs, null);
+        }
+        const [created, replied] = first;
+        if (created.status === "fulfilled") home.confirmed = true;
+        if (replied.status === "fulfilled" && replied.value !== null) return replied.value;
+        const error = (replied.status === "rejected" ? replied.reason : new Error("the worker skipped the activation")) as Error;
+        if (error instanceof WorkerLostError) {
+          const retry = this.#afterWorkerLost(home, error, body.op, !neverSent && home.connection.slots.hadEffects(slot), attempt);
+          if (retry === "retry") continue;
+          return retry;
+        }
+        if (created.status === "rejected") {
+          this.#markDisposed(`it could not be created: ${(created.reason as Error).message}`);
+          return disposedOutcome(this.#disposed!);
+        }
+        if (error.name === "SandboxDisposedError") {
+          // The worker disposed the sandbox on its own (its engine failed).
+          this.#markDisposed(error.message);
+          return disposedOutcome(this.#disposed!);
+        }
+        throw error;
       }
-      throw reply.reason;
-    } catch (error) {
-      if (error instanceof SandboxDisposedError) throw error;
-      if ((error as Error).name === "SandboxDisposedError") {
-        // The worker disposed the sandbox on its own (its engine failed).
-        this.#markDisposed((error as Error).message);
-        throw new SandboxDisposedError(this.#disposed!);
-      }
-      if (!(error instanceof WorkerLostError)) throw error;
-      if (error.stoppedSandboxId === this.#id && (request.op === "run" || request.op === "call" || request.op === "load")) {
-        const limit = error.stopReason === "timeout" ? `wallTimeMs limit (${this.#limits.wallTimeMs} ms)` : `cpuTimeMs limit (${this.#limits.cpuTimeMs} ms)`;
-        const reason = `${limit} exceeded inside a native call that ignored the interrupt; the sandbox's worker was terminated`;
-        this.#markDisposed(reason);
-        return {
-          ok: false,
-          error: { kind: error.stopReason ?? "cpu", name: "LimitError", message: `${reason} and the sandbox disposed`, stack: "" },
-          logs: [],
-          stats: { ...EMPTY_STATS },
-          sandboxDisposed: reason,
-        } satisfies ActivationOutcome as T;
-      }
-      this.#markDisposed(error.stoppedSandboxId !== null ? "its worker was terminated to stop a runaway script in another sandbox" : error.message);
-      throw new SandboxDisposedError(this.#disposed!);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      if (queueTimer) clearTimeout(queueTimer);
+      this.#inFlight.delete(inFlight);
     }
+  }
+
+  /**
+   * Lets a queued run move off a worker whose current guest holds everything up (see
+   * MOVE_QUEUED_AFTER_MS in host/pool.ts). Only a run that is this sandbox's one activation,
+   * with no plugins loaded, can move: nothing of the sandbox then lives in the worker but
+   * its creation, which a "dispose" queued behind it frees. Resolves "moved" once withdrawn.
+   */
+  #movableWhileQueued(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean): { promise: Promise<"moved">; cancel(): void } {
+    const connection = home.connection;
+    if (!allowed || op !== "run" || connection.dedicated || slot < 0) return { promise: new Promise<"moved">(() => undefined), cancel: () => undefined };
+    let move!: () => void;
+    const promise = new Promise<"moved">((resolve) => {
+      move = () => {
+        if (this.#home !== home || this.#plugins.size > 0 || this.#inFlight.size !== 1) return;
+        if (!connection.withdrawIfQueued(slot)) return;
+        connection.movable.delete(move);
+        this.#leave(home);
+        connection.request({ op: "dispose", sandboxId: this.#id }).catch(() => undefined);
+        resolve("moved");
+      };
+    });
+    connection.movable.add(move);
+    return { promise, cancel: () => connection.movable.delete(move) };
+  }
+
+  /** What becomes of an activation whose worker was lost: an outcome, or "retry" on a fresh one. */
+  #afterWorkerLost(home: Home, error: WorkerLostError, op: ActivationBody["op"], hadEffects: boolean, attempt: number): ActivationOutcome | "retry" {
+    if (error.stoppedSandboxId === this.#id) {
+      // This sandbox's own guest was the runaway the watchdog stopped.
+      const kind = error.stopReason ?? "cpu";
+      const limit = kind === "timeout" ? `wallTimeMs limit (${this.#limits.wallTimeMs} ms)` : `cpuTimeMs limit (${this.#limits.cpuTimeMs} ms)`;
+      const outcome = hardStoppedOutcome(kind, limit);
+      this.#markDisposed(outcome.sandboxDisposed!);
+      return outcome;
+    }
+    // A bystander: the sandbox moves to a fresh worker at its next request.
+    this.#leave(home);
+    if (this.#disposed !== null) return disposedOutcome(this.#disposed);
+    const cause = error.stoppedSandboxId !== null ? "another sandbox's runaway script made the watchdog stop it" : error.message;
+    if (op === "call") return evictedOutcome("call", cause);
+    if (hadEffects || attempt >= MAX_BYSTANDER_RETRIES) return evictedOutcome(op, cause);
+    return "retry";
   }
 
   #markDisposed(reason: string): void {
     if (this.#disposed !== null) return;
     this.#disposed = reason;
+    this.#homeWait?.cancel();
+    if (this.#home) this.#leave(this.#home);
     this.#plugins.clear();
-    this.#connection.onLog(this.#id, null);
-    this.#connection.onDisposed(this.#id, null);
-    this.#pool.release(this.#connection);
   }
 
-  #toResult(outcome: ActivationOutcome, prepared: PreparedSource): RunResult {
+  #toResult(outcome: ActivationOutcome, prepared: PreparedSource, started: number): RunResult {
     if (outcome.sandboxDisposed) this.#markDisposed(outcome.sandboxDisposed);
-    if (outcome.ok) return { ok: true, value: outcome.value, logs: outcome.logs, stats: outcome.stats };
+    // Time between the call and the start of the activation in the worker (queued behind
+    // other work, waiting for a worker or a retry): what is not the run's own wall time.
+    const elapsed = performance.now() - started;
+    const stats = { ...outcome.stats, queuedMs: Math.round(Math.max(0, elapsed - outcome.stats.wallTimeMs) * 1000) / 1000 };
+    if (outcome.ok) return { ok: true, value: outcome.value, logs: outcome.logs, stats };
     const error = outcome.error!;
     // Node's convention: the stack starts with "Name: message".
     error.stack = withoutLibraryFrames(error.stack);
@@ -250,7 +448,7 @@ export class Sandbox {
     if (error.kind === "memory" && !error.message.includes("memoryBytes")) {
       error.message = `memoryBytes limit (${formatBytes(this.#limits.memoryBytes)}): ${error.message}`;
     }
-    return { ok: false, error, logs: outcome.logs, stats: outcome.stats };
+    return { ok: false, error, logs: outcome.logs, stats };
   }
 }
 
@@ -269,18 +467,35 @@ export class Plugin {
     this.exports = Object.freeze([...exports]);
   }
 
-  /** Calls an exported function; resolves with its (awaited) return value, or throws a ScriptError. */
+  /** Calls an exported function; resolves with its (awaited) return value, or throws a ScriptError (with the kind). */
   async call<T = unknown>(name: string, ...args: unknown[]): Promise<T> {
-    const result = await this.invoke<T>(name, ...args);
-    if (!result.ok) throw new ScriptError(result.error);
-    return result.value;
+    return this.with(null).call<T>(name, ...args);
   }
 
   /** Like call, but resolves with the whole result (value or error, logs, stats). */
   async invoke<T = unknown>(name: string, ...args: unknown[]): Promise<RunResult<T>> {
-    if (typeof name !== "string") throw new TypeError("the export name must be a string");
-    const crossable = args.map((arg, i) => toCrossable(arg, `args[${i}]`));
-    return (await this.#sandbox.callPlugin(this, this.#id, name, crossable, this.#prepared)) as RunResult<T>;
+    return this.with(null).invoke<T>(name, ...args);
+  }
+
+  /**
+   * The same calls with options: `plugin.with({ signal }).call("f", x)`. (call and invoke
+   * take the export's arguments as the rest, so their options come this way.)
+   */
+  with(options: CallOptions | null): { call<T = unknown>(name: string, ...args: unknown[]): Promise<T>; invoke<T = unknown>(name: string, ...args: unknown[]): Promise<RunResult<T>> } {
+    const callOptions = resolveRunOptions(options, "call options", ["signal", "queueTimeoutMs"]);
+    const invoke = async <T>(name: string, ...args: unknown[]): Promise<RunResult<T>> => {
+      if (typeof name !== "string") throw new TypeError("the export name must be a string");
+      const crossable = args.map((arg, i) => toCrossable(arg, `args[${i}]`));
+      return (await this.#sandbox.callPlugin(this, this.#id, name, crossable, this.#prepared, callOptions)) as RunResult<T>;
+    };
+    return {
+      invoke,
+      async call<T>(name: string, ...args: unknown[]): Promise<T> {
+        const result = await invoke<T>(name, ...args);
+        if (!result.ok) throw new ScriptError(result.error);
+        return result.value;
+      },
+    };
   }
 
   async unload(): Promise<void> {
@@ -293,12 +508,23 @@ export function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   return Sandbox.create(options);
 }
 
-/** One-shot: create a sandbox, run the script, dispose the sandbox. */
-export async function runScript<T = unknown>(source: string, options: SandboxOptions & RunOptions = {}): Promise<RunResult<T>> {
-  const { filename, input, ...sandboxOptions } = options;
-  const sandbox = await createSandbox(sandboxOptions);
+/**
+ * One-shot: create a sandbox, run the script, dispose the sandbox. Takes the sandbox's
+ * options and the run's (RunOptions) in one object; resolves with a result for every
+ * outcome, rejects only for bad arguments or options.
+ */
+export async function runScript<T = unknown>(source: string, options: (SandboxOptions & RunOptions) | null = {}): Promise<RunResult<T>> {
+  if (options !== null && (typeof options !== "object" || Array.isArray(options))) throw new TypeError("runScript options must be an object");
+  const sandboxOptions: Record<string, unknown> = {};
+  const runOptions: Record<string, unknown> = {};
+  for (const key of Object.keys(options ?? {})) {
+    const value = (options as Record<string, unknown>)[key];
+    if ((RUN_OPTION_KEYS as readonly string[]).includes(key)) runOptions[key] = value;
+    else sandboxOptions[key] = value;
+  }
+  const sandbox = await createSandbox(sandboxOptions as SandboxOptions);
   try {
-    return await sandbox.run<T>(source, { filename, input });
+    return await sandbox.run<T>(source, runOptions as RunOptions);
   } finally {
     await sandbox.dispose();
   }

@@ -3,7 +3,25 @@ import type { Limits } from "./limits.js";
 
 export type { Limits };
 
-export type ErrorKind = "syntax" | "script" | "timeout" | "cpu" | "memory" | "limit" | "network-policy";
+/**
+ * Why a run failed. Besides the script's own outcomes, four kinds come from outside the
+ * script (docs/limits.md, "Tenancy"): "aborted" (the run's `signal` fired), "disposed"
+ * (`dispose()` was called while it ran), "queue-timeout" (it waited longer than
+ * `queueTimeoutMs` before it started), "evicted" (its worker was lost to another sandbox's
+ * runaway after it had effects outside the sandbox, so it was not re-run: safe to retry).
+ */
+export type ErrorKind =
+  | "syntax"
+  | "script"
+  | "timeout"
+  | "cpu"
+  | "memory"
+  | "limit"
+  | "network-policy"
+  | "aborted"
+  | "disposed"
+  | "queue-timeout"
+  | "evicted";
 
 export interface SandboxError {
   kind: ErrorKind;
@@ -29,6 +47,12 @@ export interface RunStats {
   /** Size of the sandbox's wasm memory after the run (its high-water mark: wasm memory never shrinks). */
   memoryBytes: number;
   fetches: number;
+  /**
+   * Time between the call and the start of the run in its worker: queued behind other
+   * runs, waiting for an isolated worker, or re-run after a lost worker. Not part of
+   * wallTimeMs (which the script's own wallTimeMs limit measures).
+   */
+  queuedMs: number;
 }
 
 export type RunResult<T = unknown> =
@@ -64,18 +88,31 @@ export interface SandboxOptions {
   /**
    * Give this sandbox a worker thread of its own. Sandboxes normally share a small pool
    * of workers; a runaway native call that must be stopped by terminating the worker
-   * then takes down only this sandbox. Costs a thread (~10 MB) per sandbox.
+   * then takes down only this sandbox. Costs a thread (~25 MiB RSS measured) per live
+   * sandbox; at most `maxIsolatedWorkers` (configurePool) at once, later ones wait.
    */
   isolate?: boolean;
 }
 
-export interface RunOptions {
+/** Options of one call into a sandbox (every run, load and call takes them). Unknown keys are errors. */
+export interface CallOptions {
+  /** Ends the activation within milliseconds with kind "aborted" (a busy loop too). */
+  signal?: AbortSignal;
+  /**
+   * Longest wait before the activation starts (behind other runs in its worker, or for an
+   * isolated worker); past it, the activation ends with kind "queue-timeout" without
+   * running. Once started, only its own limits apply.
+   */
+  queueTimeoutMs?: number;
+}
+
+export interface RunOptions extends CallOptions {
   /** Shown in stack traces; a `.ts`/`.mts`/`.cts`/`.tsx` name makes the source TypeScript. */
   filename?: string;
   /** Passed to the script's default-exported function. JSON-like data, Dates and bytes. */
   input?: unknown;
 }
 
-export interface LoadOptions {
+export interface LoadOptions extends CallOptions {
   filename?: string;
 }

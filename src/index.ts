@@ -2,7 +2,9 @@
 export { createSandbox, runScript, Sandbox, Plugin } from "../host/sandbox.js";
 export { SandboxDisposedError, ScriptError } from "../host/errors.js";
 export { DEFAULT_LIMITS } from "../host/limits.js";
+export { configurePool, poolStats, type PoolOptions, type PoolStats } from "../host/pool.js";
 export type {
+  CallOptions,
   CloudOption,
   ErrorKind,
   Limits,

@@ -5,6 +5,7 @@ import type { Limits } from "../limits.js";
 import { formatBytes } from "../limits.js";
 import type { ErrorKind, LogEntry, LogLevel, SandboxError } from "../types.js";
 import type { Budget } from "./guard.js";
+import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 
 export type ActivationKind = "run" | "load" | "call";
 
@@ -31,6 +32,8 @@ export class Activation implements Budget {
     readonly kind: ActivationKind,
     readonly limits: Limits,
     private readonly emitLog: ((entry: LogEntry) => void) | null,
+    /** The embedder's view of this activation: stop requests in, "had effects" out. */
+    readonly control: ActivationControl = NO_CONTROL,
   ) {
     this.wallDeadline = this.startedAt + limits.wallTimeMs;
   }
@@ -41,6 +44,19 @@ export class Activation implements Budget {
 
   chargeCpu(ms: number): void {
     this.cpuUsedMs += ms;
+  }
+
+  stopRequested(): boolean {
+    return this.control.stopRequested();
+  }
+
+  /**
+   * Call before anything the world outside the sandbox can see (a fetch leaves, a host
+   * function runs): an activation that had none can be re-run transparently if its worker
+   * is lost through no fault of its own (see Sandbox in host/sandbox.ts).
+   */
+  noteEffect(): void {
+    this.control.noteEffect();
   }
 
   /** Records the first failure; later ones (consequences of the first) are ignored. */

@@ -9,7 +9,8 @@
 // same deadline from shared memory and terminates the worker (host/pool.ts).
 import { performance } from "node:perf_hooks";
 
-export type StopReason = "cpu" | "timeout" | "limit";
+/** "aborted": the embedder asked for the activation to end (its signal, dispose(), a queue timeout). */
+export type StopReason = "cpu" | "timeout" | "limit" | "aborted";
 
 /** Size of the shared watchdog buffer: [deadline epoch ms (0 = not in guest code), sandboxId, reason]. */
 export const WATCHDOG_BYTES = 3 * 8;
@@ -37,6 +38,8 @@ export interface Budget {
   /** Wall deadline of the current activation (performance.now() clock). */
   readonly wallDeadline: number;
   chargeCpu(ms: number): void;
+  /** Whether the embedder asked for the activation to end (shared memory: seen even in a busy loop). */
+  stopRequested?(): boolean;
 }
 
 export class ExecutionGuard {
@@ -44,6 +47,7 @@ export class ExecutionGuard {
   private deadlineReason: StopReason = "cpu";
   private depth = 0;
   private entryStart = 0;
+  private budget: Budget | null = null;
   /** Why the engine was last interrupted, until reset. */
   interruptedBy: StopReason | null = null;
 
@@ -52,6 +56,10 @@ export class ExecutionGuard {
   /** The interrupt handler installed on the realm's runtime. */
   readonly shouldInterrupt = (): boolean => {
     if (this.interruptedBy !== null) return true;
+    if (this.budget?.stopRequested?.()) {
+      this.interruptedBy = "aborted";
+      return true;
+    }
     if (performance.now() <= this.deadline) return false;
     this.interruptedBy = this.deadlineReason;
     return true;
@@ -74,6 +82,7 @@ export class ExecutionGuard {
     this.deadlineReason = reason;
     if (this.deadline <= start) this.interruptedBy ??= reason;
     this.entryStart = start;
+    this.budget = budget;
     this.depth = 1;
     this.watchdog.enter(performance.timeOrigin + this.deadline, this.sandboxId(), reason);
     try {
@@ -82,6 +91,7 @@ export class ExecutionGuard {
       this.depth = 0;
       this.watchdog.exit();
       this.deadline = Infinity;
+      this.budget = null;
       budget.chargeCpu(performance.now() - this.entryStart);
     }
   }

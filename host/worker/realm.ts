@@ -22,6 +22,10 @@ import { Activation, type ActivationKind } from "./activation.js";
 import { createBridge } from "./bridge/index.js";
 import type { GuestBundle } from "./guest-bundle.js";
 import { ExecutionGuard, type WatchdogSlot } from "./guard.js";
+import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
+
+/** Why an activation the embedder stopped (signal, dispose(), queue timeout) ended. */
+const ABORTED_MESSAGE = "the embedder ended the activation";
 import { SandboxFetchTransport } from "../fetch/transport.js";
 
 /** What a realm needs from the sandbox that owns it. */
@@ -211,8 +215,8 @@ export class Realm {
   // ---- activations ----------------------------------------------------------------------
 
   /** Evaluates a script module; calls its default export with `input`; awaits everything. */
-  run(code: string, filename: string, input: unknown): Promise<ActivationOutcome> {
-    return this.activate("run", () => {
+  run(code: string, filename: string, input: unknown, control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
+    return this.activate("run", control, () => {
       const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), filename);
       if (evaluated === null) return;
       this.await(evaluated, (namespace) => {
@@ -233,8 +237,8 @@ export class Realm {
   }
 
   /** Evaluates a plugin module and keeps its namespace for later calls. */
-  load(code: string, filename: string): Promise<ActivationOutcome> {
-    return this.activate("load", () => {
+  load(code: string, filename: string, control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
+    return this.activate("load", control, () => {
       const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), filename);
       if (evaluated === null) return;
       this.await(evaluated, (namespace) => {
@@ -245,8 +249,8 @@ export class Realm {
   }
 
   /** Calls a plugin export with arguments; awaits its result and everything it started. */
-  call(name: string, args: unknown[]): Promise<ActivationOutcome> {
-    return this.activate("call", () => {
+  call(name: string, args: unknown[], control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
+    return this.activate("call", control, () => {
       const namespace = this.namespace!;
       const fn = this.context.getProp(namespace, name);
       if (this.context.typeof(fn) !== "function") {
@@ -292,12 +296,19 @@ export class Realm {
     return newDeferredPromise(this.services.engine, this.context);
   }
 
-  private activate(kind: ActivationKind, start: () => void): Promise<ActivationOutcome> {
+  private activate(kind: ActivationKind, control: ActivationControl, start: () => void): Promise<ActivationOutcome> {
     if (!this.alive) return Promise.resolve(this.deadOutcome(kind));
     if (this.activation) throw new Error(`realm is busy with a ${this.activation.kind}`);
     const config = this.services.config();
-    const activation = new Activation(kind, config.limits, config.streamLogs ? (entry) => this.services.emitLog(entry) : null);
+    const activation = new Activation(kind, config.limits, config.streamLogs ? (entry) => this.services.emitLog(entry) : null, control);
     this.activation = activation;
+    // An abort that arrives while the activation waits (timers, fetches) ends it at once;
+    // one that arrives while guest code runs is seen by the interrupt handler instead.
+    control.setAborter(() => {
+      if (this.activation !== activation || activation.finished) return;
+      activation.fail("aborted", "AbortError", ABORTED_MESSAGE);
+      this.guestTask(() => undefined);
+    });
     this.guard.reset();
     if (this.stackBytes !== config.limits.stackBytes) {
       this.stackBytes = config.limits.stackBytes;
@@ -561,7 +572,8 @@ export class Realm {
   private failInterrupted(stack: string): void {
     const activation = this.activation!;
     const reason = this.guard.interruptedBy;
-    if (reason === "timeout") activation.failLimit("timeout", activation.wallLimitMessage(), stack);
+    if (reason === "aborted") activation.fail("aborted", "AbortError", ABORTED_MESSAGE, stack);
+    else if (reason === "timeout") activation.failLimit("timeout", activation.wallLimitMessage(), stack);
     else if (reason === "cpu") activation.failLimit("cpu", activation.cpuLimitMessage(), stack);
     // "limit": the bridge function that stopped the engine has recorded the failure.
     else activation.failLimit("limit", "a limit stopped the script", stack);
@@ -745,7 +757,7 @@ export class Realm {
    */
   abandon(): void {
     if (this.activation && !this.activation.finished) {
-      this.activation.fail("script", "Error", "the sandbox was disposed while the script was running");
+      this.activation.fail("disposed", "Error", "the sandbox was disposed while the script was running");
       this.end();
     }
     if (this.wallTimer) clearTimeout(this.wallTimer);
@@ -756,7 +768,7 @@ export class Realm {
   /** Frees everything; after a poisoning only host-side state is dropped (no engine calls). */
   dispose(): void {
     if (this.activation && !this.activation.finished) {
-      this.activation.fail("script", "Error", "the sandbox was disposed while the script was running");
+      this.activation.fail("disposed", "Error", "the sandbox was disposed while the script was running");
       this.end();
     }
     if (this.wallTimer) clearTimeout(this.wallTimer);

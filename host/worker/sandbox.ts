@@ -11,6 +11,7 @@ import type { GuestBundle } from "./guest-bundle.js";
 import type { WatchdogSlot } from "./guard.js";
 import { Realm, type RealmServices } from "./realm.js";
 import type { ModuleUsage } from "./module-usage.js";
+import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 
 export interface SandboxHost {
   /** Modules recent runs in this worker loaded: spare realms load them ahead of time. */
@@ -29,7 +30,7 @@ interface PluginSlot {
   busy: number;
 }
 
-const STOPPING_KINDS = new Set(["cpu", "timeout", "memory", "limit"]);
+const STOPPING_KINDS = new Set(["cpu", "timeout", "memory", "limit", "aborted"]);
 /** Memory a new realm needs (context, guest core, first allocations), with margin. */
 const REALM_RESERVE_BYTES = 1024 * 1024;
 
@@ -182,12 +183,12 @@ export class WorkerSandbox implements RealmServices {
     }
   }
 
-  async run(code: string, filename: string, input: unknown): Promise<ActivationOutcome> {
+  async run(code: string, filename: string, input: unknown, control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
     const realm = await this.acquireRealm();
     if (!(realm instanceof Realm)) return realm;
     this.running.add(realm);
     try {
-      return await realm.run(code, filename, input);
+      return await realm.run(code, filename, input, control);
     } finally {
       if (realm.alive && realm.freeable) this.host.moduleUsage.record(realm.usedModules());
       this.running.delete(realm);
@@ -197,21 +198,21 @@ export class WorkerSandbox implements RealmServices {
     }
   }
 
-  async load(pluginId: number, code: string, filename: string): Promise<ActivationOutcome> {
+  async load(pluginId: number, code: string, filename: string, control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
     const realm = await this.acquireRealm();
     if (!(realm instanceof Realm)) return realm;
-    const outcome = await realm.load(code, filename);
+    const outcome = await realm.load(code, filename, control);
     if (outcome.ok && realm.alive) this.plugins.set(pluginId, { realm, queue: Promise.resolve(), busy: 0 });
     else this.disposeRealm(realm);
     return outcome;
   }
 
-  call(pluginId: number, name: string, args: unknown[]): Promise<ActivationOutcome> {
+  call(pluginId: number, name: string, args: unknown[], control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
     const slot = this.plugins.get(pluginId);
     if (!this.alive) return Promise.resolve(failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!));
     if (!slot) return Promise.resolve(failedOutcome("the plugin is not loaded (it was unloaded, or stopped by a limit)"));
     const callNow = async () => {
-      const outcome = await slot.realm.call(name, args);
+      const outcome = await slot.realm.call(name, args, control);
       // A limit stopped the plugin mid-flight: its state and job queue are torn, so it is
       // unloaded rather than called again in an unknown state.
       if (!outcome.ok && outcome.error && STOPPING_KINDS.has(outcome.error.kind) && this.plugins.get(pluginId) === slot) {

@@ -11,12 +11,14 @@ import { createEngineInstance } from "../engine/instance.js";
 import { findTrackerFieldOffset, RejectionTracking, verifyRejectionTracking } from "../engine/rejection-tracker.js";
 import type { EngineVariantName } from "../engine/wasm-binary.js";
 import { DEFAULT_LIMITS } from "../limits.js";
-import type { WorkerInit, WorkerMessage, WorkerRequest } from "../protocol.js";
+import type { ActivationRequest, WorkerInit, WorkerMessage, WorkerRequest } from "../protocol.js";
 import type { LogEntry } from "../types.js";
 import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
 import { WorkerSandbox } from "./sandbox.js";
 import { ModuleUsage } from "./module-usage.js";
+import { ActivationSlots, type ActivationControl } from "../activation-slots.js";
+import { currentThreadId } from "../thread-cpu.js";
 
 /** How long the pool waits before building new engines (recycled ones may refill it first). */
 const REFILL_DELAY_MS = 15;
@@ -36,9 +38,15 @@ export class WorkerHost {
   private readonly tombstones = new Map<number, string>();
   private refilling = false;
   private readonly moduleUsage = new ModuleUsage();
+  private readonly slots: ActivationSlots;
+  /** How to end each waiting activation, by slot, for "abort" messages. */
+  private readonly aborters = new Map<number, () => void>();
 
   constructor(private readonly init: WorkerInit, private readonly port: MessagePort) {
     this.watchdog = new WatchdogSlot(init.watchdog);
+    this.slots = new ActivationSlots(init.activationSlots);
+    // First message out: the embedder's watchdog reads this thread's CPU time by its id.
+    this.post({ type: "thread", threadId: currentThreadId() });
   }
 
   private post(message: WorkerMessage): void {
@@ -196,11 +204,14 @@ export class WorkerHost {
         return true;
       }
       case "run":
-        return this.runOn(request.sandboxId, (sandbox) => sandbox.run(request.code, request.filename, request.input));
+        return this.activate(request, (sandbox, control) => sandbox.run(request.code, request.filename, request.input, control));
       case "load":
-        return this.runOn(request.sandboxId, (sandbox) => sandbox.load(request.pluginId, request.code, request.filename));
+        return this.activate(request, (sandbox, control) => sandbox.load(request.pluginId, request.code, request.filename, control));
       case "call":
-        return this.runOn(request.sandboxId, (sandbox) => sandbox.call(request.pluginId, request.name, request.args));
+        return this.activate(request, (sandbox, control) => sandbox.call(request.pluginId, request.name, request.args, control));
+      case "abort":
+        this.aborters.get(request.slot)?.();
+        return true;
       case "unload":
         (await this.sandboxes.get(request.sandboxId)?.catch(() => undefined))?.unload(request.pluginId);
         return true;
@@ -215,7 +226,19 @@ export class WorkerHost {
     }
   }
 
-  private async runOn(sandboxId: number, work: (sandbox: WorkerSandbox) => Promise<unknown>): Promise<unknown> {
-    return work(this.ready.get(sandboxId) ?? (await this.sandbox(sandboxId)));
+  /** Starts an activation unless the embedder gave up on it while it was queued. */
+  private async activate(
+    request: ActivationRequest,
+    work: (sandbox: WorkerSandbox, control: ActivationControl) => Promise<unknown>,
+  ): Promise<unknown> {
+    const { slot } = request;
+    // The embedder has already answered for it (aborted, disposed, queue timeout).
+    if (!this.slots.start(slot)) return null;
+    const control = this.slots.control(slot, (abort) => this.aborters.set(slot, abort));
+    try {
+      return await work(this.ready.get(request.sandboxId) ?? (await this.sandbox(request.sandboxId)), control);
+    } finally {
+      this.aborters.delete(slot);
+    }
   }
 }

@@ -149,7 +149,7 @@ describe.concurrent("scriptbox run: results and exit codes", () => {
       ["log", "log line { a: 1 }"],
       ["error", "error line"],
     ]);
-    expect(Object.keys(json.stats).sort()).toEqual(["cpuTimeMs", "fetches", "memoryBytes", "wallTimeMs"]);
+    expect(Object.keys(json.stats).sort()).toEqual(["cpuTimeMs", "fetches", "memoryBytes", "queuedMs", "wallTimeMs"]);
     expect(result.stderr).toContain("log line { a: 1 }");
     expect(result.stderr).toContain("error line");
   });

@@ -75,6 +75,7 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
       const controller = new CancelToken();
       activation.fetches.set(id, { abort: () => controller.abort() });
       activation.fetchCount++;
+      activation.noteEffect();
       /** Calls the guest's callback (once), then lets go of it. */
       const settle = (args: () => QuickJSHandle[]) => {
         realm.guestTask(() => {

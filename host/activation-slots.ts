@@ -1,0 +1,98 @@
+// Per-activation state shared between the embedder's thread and a worker, in shared memory.
+//
+// Why shared memory and not messages: the embedder must be able to (a) stop a guest that
+// is spinning in a loop, whose worker reads no messages until the loop ends, and (b) know
+// whether a run had effects outside the sandbox even after its worker was terminated, when
+// no message can come any more. Each run, load or call in flight gets one slot (an Int32)
+// for its lifetime; both sides only ever set bits in it, with atomic operations, so the
+// order in which they act does not matter:
+//
+// - STARTED: the worker took the activation off its queue (set once, by the worker);
+// - EFFECTS: the activation did something visible outside the sandbox (a fetch was sent,
+//   a host function was called), so running it again is not transparent;
+// - STOP:    the embedder wants it ended (abort, dispose, queue timeout). Before STARTED,
+//   the worker skips the activation; after, the interrupt handler stops the guest.
+
+export const ACTIVATION_SLOT_COUNT = 1024;
+export const ACTIVATION_SLOTS_BYTES = ACTIVATION_SLOT_COUNT * 4;
+const STARTED = 1;
+const EFFECTS = 2;
+const STOP = 4;
+/** No slot: the activation can neither be stopped early nor tell about its effects. */
+export const NO_SLOT = -1;
+
+/** What one activation can see of its slot (the worker's side). */
+export interface ActivationControl {
+  /** Whether the embedder asked for the activation to end (read by the interrupt handler). */
+  stopRequested(): boolean;
+  /** Records that the activation had an effect outside the sandbox (before the effect happens). */
+  noteEffect(): void;
+  /** Given by the realm: ends the activation while it waits (on timers, fetches) for an abort message. */
+  setAborter(abort: () => void): void;
+}
+
+export const NO_CONTROL: ActivationControl = { stopRequested: () => false, noteEffect: () => undefined, setAborter: () => undefined };
+
+export class ActivationSlots {
+  private readonly slots: Int32Array;
+  private readonly free: number[] = [];
+
+  constructor(buffer: SharedArrayBuffer) {
+    this.slots = new Int32Array(buffer);
+  }
+
+  // ---- the embedder's side ----------------------------------------------------------
+
+  /** A free slot, cleared, or NO_SLOT when all are taken (the activation then runs without one). */
+  allocate(): number {
+    if (this.free.length === 0 && this.nextUnused < ACTIVATION_SLOT_COUNT) this.free.push(this.nextUnused++);
+    const slot = this.free.pop();
+    if (slot === undefined) return NO_SLOT;
+    Atomics.store(this.slots, slot, 0);
+    return slot;
+  }
+  private nextUnused = 0;
+
+  /** Gives a slot back once the worker is done with it (it replied, or it is gone). */
+  release(slot: number): void {
+    if (slot !== NO_SLOT) this.free.push(slot);
+  }
+
+  /** Asks for the activation to end. Returns true if the worker had already started it. */
+  requestStop(slot: number): boolean {
+    if (slot === NO_SLOT) return true;
+    return (Atomics.or(this.slots, slot, STOP) & STARTED) !== 0;
+  }
+
+  /** Withdraws an activation the worker has not started yet; false if it has started. */
+  withdrawIfQueued(slot: number): boolean {
+    if (slot === NO_SLOT) return false;
+    // Before the worker starts it, nothing but STOP is ever set: 0 means queued.
+    return Atomics.compareExchange(this.slots, slot, 0, STOP) === 0;
+  }
+
+  /** Whether the activation may have had effects outside the sandbox (true when unknown). */
+  hadEffects(slot: number): boolean {
+    if (slot === NO_SLOT) return true;
+    return (Atomics.load(this.slots, slot) & EFFECTS) !== 0;
+  }
+
+  // ---- the worker's side ------------------------------------------------------------
+
+  /** Marks the activation started; false if the embedder already gave up on it. */
+  start(slot: number): boolean {
+    if (slot === NO_SLOT) return true;
+    return (Atomics.or(this.slots, slot, STARTED) & STOP) === 0;
+  }
+
+  /** The worker-side control of a slot; `setAborter` hands the realm's abort to `onAborter`. */
+  control(slot: number, onAborter: (abort: () => void) => void): ActivationControl {
+    if (slot === NO_SLOT) return NO_CONTROL;
+    const slots = this.slots;
+    return {
+      stopRequested: () => (Atomics.load(slots, slot) & STOP) !== 0,
+      noteEffect: () => void Atomics.or(slots, slot, EFFECTS),
+      setAborter: onAborter,
+    };
+  }
+}
