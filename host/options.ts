@@ -2,6 +2,7 @@
 // TypeError at the call site rather than a failure inside a worker later.
 import { parseAllowEntry } from "./net/allowEntry.js";
 import { SecretStore } from "./fetch/secrets.js";
+import { checkSecretStrength } from "./fetch/secretStrength.js";
 import { resolveLimits } from "./limits.js";
 import type { SandboxConfig } from "./protocol.js";
 import type { SandboxOptions } from "./types.js";
@@ -62,9 +63,10 @@ export function resolveSandboxConfig(options: SandboxOptions & { engineVariant?:
       if (!Array.isArray(secret.origins) || !secret.origins.every((o) => typeof o === "string")) {
         throw new TypeError(`secrets.${name}.origins must be an array of origins`);
       }
-      secrets[name] = { value: secret.value, origins: [...(secret.origins as string[])] };
+      secrets[name] = { value: secret.value, origins: [...(secret.origins as string[])], ...(secret.weak !== undefined ? { weak: secret.weak as boolean } : {}) };
     }
     new SecretStore(secrets); // validates names, values and origins with clear messages
+    for (const [name, spec] of Object.entries(secrets)) checkSecretStrength(name, spec.value, spec.weak); // weak: true opts in
   }
 
   let cloud: SandboxConfig["cloud"] = null;
