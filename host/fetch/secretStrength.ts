@@ -70,8 +70,9 @@ function effectiveLength(value: string): number {
   return length;
 }
 
+/** The shortest block the value repeats (at least twice over, the last time possibly cut short). */
 function smallestPeriod(value: string): number {
-  for (let period = 1; period < value.length; period++) {
+  for (let period = 1; period <= value.length / 2; period++) {
     let repeats = true;
     for (let i = period; i < value.length && repeats; i++) repeats = value[i] === value[i - period];
     if (repeats) return period;
