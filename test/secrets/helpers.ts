@@ -96,9 +96,13 @@ export function reflect(req: http.IncomingMessage, res: http.ServerResponse): vo
   } else if (kind === "header") {
     res.setHeader("x-echo", `you sent: ${ENCODINGS[arg!]!(v)}`); // Node sends it as UTF-8
     res.end("see the header");
+  } else if (kind === "status" && arg === "latin1") {
+    // The value's bytes as they came (é is the byte E9), which undici reads as UTF-8 (U+FFFD):
+    // written on the socket, since Node would encode a reason phrase as UTF-8.
+    const head = Buffer.concat([Buffer.from("HTTP/1.1 200 OK ", "latin1"), Buffer.from(v, "latin1"), Buffer.from("\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok", "latin1")]);
+    res.socket!.end(head);
   } else if (kind === "status") {
-    // Node writes the reason phrase as latin1 bytes: é goes out as the byte E9, which undici reads as UTF-8 (U+FFFD).
-    res.statusMessage = arg === "utf8" ? Buffer.from(`OK ${v}`, "utf8").toString("latin1") : `OK ${v}`;
+    res.statusMessage = `OK ${v}`; // Node writes it as UTF-8
     res.end("see the status");
   } else if (kind === "gzip") {
     let body: Buffer = Buffer.from(`you sent: ${ENCODINGS["json-php"]!(v)}`, "utf8");
