@@ -26,7 +26,7 @@ import { exchange, type BodyLimit, type Exchange } from "./exchange.js";
 import { ConcurrencyGate, resolveFetchLimits, type FetchLimits } from "./limits.js";
 import { MAX_REDIRECTS, isRedirectStatus, locationUrl, redirectHop, type Hop } from "./redirect.js";
 import { validateRequest, type TransportRequest } from "./requestRecord.js";
-import { SecretStore, type Secret, type SecretSpec } from "./secrets.js";
+import { SecretStore, type HeaderSubstitution, type Secret, type SecretSpec } from "./secrets.js";
 import { asBuffer } from "./bytes.js";
 import { sharedDispatcher } from "./sharedDispatcher.js";
 import { TransportError, asTransportError, limitError, networkError } from "./transportError.js";
@@ -204,7 +204,7 @@ export class SandboxFetchTransport {
     } catch (error) {
       throw told(error);
     }
-    let plan = null;
+    let plan: HeaderSubstitution | null = null;
     if (secrets.size > 0) {
       secrets.checkUrl(url.href);
       if (serverChosen) secrets.checkRedirectUrl(url.href, url.origin, carried);
