@@ -17,6 +17,10 @@ export interface Limits {
   maxResponseBytes: number;
   /** Per-request timeout of a single fetch (connect to last byte). */
   fetchTimeoutMs: number;
+  /** Header fields a script sets on one request. */
+  maxRequestHeaders: number;
+  /** One request's header section in bytes, secrets substituted (checked before they are). */
+  maxRequestHeaderBytes: number;
   /** Timers pending at once. */
   maxTimers: number;
   /** Console output kept per run; the rest is dropped behind a truncation marker. */
@@ -35,6 +39,8 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   maxRequestBytes: 10 * MiB,
   maxResponseBytes: 16 * MiB,
   fetchTimeoutMs: 15_000,
+  maxRequestHeaders: 128,
+  maxRequestHeaderBytes: 64 * 1024,
   maxTimers: 1_000,
   maxLogBytes: 1 * MiB,
 });
@@ -53,6 +59,9 @@ const BOUNDS: Record<keyof Limits, [min: number, max: number]> = {
   maxRequestBytes: [1, 1024 * MiB],
   maxResponseBytes: [1, 1024 * MiB],
   fetchTimeoutMs: [1, 24 * 3600_000],
+  maxRequestHeaders: [1, 10_000],
+  // Below 1 KiB even the transport's own fields hardly fit.
+  maxRequestHeaderBytes: [1024, 16 * MiB],
   maxTimers: [0, 1_000_000],
   maxLogBytes: [0, 256 * MiB],
 };

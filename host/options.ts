@@ -6,6 +6,7 @@
 // rather than silently lost when copied into an object.
 import { parseAllowEntry } from "./net/allowEntry.js";
 import { SecretStore } from "./fetch/secrets.js";
+import { checkSecretStrength } from "./fetch/secretStrength.js";
 import { resolveLimits } from "./limits.js";
 import type { SandboxConfig } from "./protocol.js";
 import type { SandboxOptions } from "./types.js";
@@ -118,9 +119,11 @@ export function resolveSandboxConfig(options: SandboxOptions & { engineVariant?:
       if (!Array.isArray(origins) || !origins.every((o) => typeof o === "string")) {
         throw new TypeError(`secrets.${name}.origins must be an array of origins`);
       }
-      secrets[name] = { value, origins: [...(origins as string[])] };
+      const weak = own(secret, "weak");
+      secrets[name] = { value, origins: [...(origins as string[])], ...(weak !== undefined ? { weak: weak as boolean } : {}) };
     }
     new SecretStore(secrets); // validates names, values and origins with clear messages
+    for (const [name, spec] of Object.entries(secrets)) checkSecretStrength(name, spec.value, spec.weak); // weak: true opts in
   }
 
   let cloud: SandboxConfig["cloud"] = null;

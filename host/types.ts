@@ -63,6 +63,12 @@ export interface SecretOption {
   value: string;
   /** Origins (scheme://host[:port]) the secret may be sent to, in request headers only. */
   origins: string[];
+  /**
+   * Accept a short or low-entropy value (fewer than 16 characters or under ~64 bits): such a
+   * value is otherwise refused, because a script can confirm guesses of it through an origin
+   * that echoes what it is sent. See docs/network.md "Threat model".
+   */
+  weak?: boolean;
 }
 
 export interface CloudOption {

@@ -49,6 +49,7 @@ program
   .option("--memory <size>", "memory limit (bytes, or 64mb, 512k, ...)", parseSize)
   .option("--env <K=V>", "an env value the script reads with `import { env } from \"runtime\"` (repeatable)", collect, [])
   .option("--secret <NAME=ENV_VAR@origin>", "a secret from an environment variable, usable only towards origin (repeatable)", collect, [])
+  .option("--weak-secret <NAME>", "accept a short or low-entropy value for secret NAME, which is refused otherwise (repeatable)", collect, [])
   .option("--cloud-url <url>", "base URL of the cloud API for the preconfigured `cloud` client")
   .option("--cloud-token-secret <NAME>", "the secret holding the cloud API token (PAT)")
   .option("--cloud-session-secret <NAME>", "the secret holding the dashboard session (for PAT creation)")

@@ -1,11 +1,14 @@
 // Response content codings (WHATWG Fetch "handle content codings"): gzip, x-gzip, deflate
-// (zlib or raw, told apart by the first byte, as browsers do) and br are decoded; a response
-// with any other coding is passed through as it came. Decoded bytes are what the limits count.
+// (zlib or raw, told apart by the first byte, as browsers do) and br are decoded, up to 5
+// stacked. Decoded bytes are what the limits count. A body the transport cannot decode is
+// never handed over as it came when that would hide something from redaction: more than
+// 5 codings always fail the fetch, and an unknown coding fails it when the request carried
+// a secret (otherwise it is passed through as it came, as browsers do).
 import zlib from "node:zlib";
 import { Transform, type TransformCallback } from "node:stream";
 
 const SUPPORTED = new Set(["gzip", "x-gzip", "deflate", "br"]);
-const MAX_CODINGS = 5;
+export const MAX_CODINGS = 5;
 
 // Lenient about a missing end-of-stream marker, as browsers are.
 const ZLIB_OPTIONS = { flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH };
@@ -14,15 +17,29 @@ const BROTLI_OPTIONS = {
   finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH,
 };
 
-/** The codings to undo, in the order the server applied them; null when the body is passed through. */
-export function parseContentCodings(headerValue: string | null): string[] | null {
-  if (headerValue === null) return null;
+export interface ContentCodings {
+  /** The codings to undo, in the order the server applied them; null: nothing to decode (or passed through). */
+  decode: string[] | null;
+  /** Why the body cannot be decoded: always fatal for too many codings, fatal for an unknown one when `strict`. */
+  problem: string | null;
+}
+
+/** What to do with a body sent with this Content-Encoding (all its header lines joined). */
+export function parseContentCodings(headerValue: string | null, strict: boolean): ContentCodings {
+  if (headerValue === null) return { decode: null, problem: null };
   const codings = headerValue
     .split(",")
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== "" && c !== "identity");
-  if (codings.length === 0 || codings.length > MAX_CODINGS || !codings.every((c) => SUPPORTED.has(c))) return null;
-  return codings;
+  if (codings.length === 0) return { decode: null, problem: null };
+  if (codings.length > MAX_CODINGS) {
+    return { decode: null, problem: `it has ${codings.length} content codings, more than the ${MAX_CODINGS} the transport decodes` };
+  }
+  if (!codings.every((c) => SUPPORTED.has(c))) {
+    // The coding is not named: it is text from a server that may have been sent a secret.
+    return { decode: null, problem: strict ? "the request carried a secret and the body has a content coding the transport cannot decode, so it cannot be checked for the secret" : null };
+  }
+  return { decode: codings, problem: null };
 }
 
 /** Streams a coded body through the decoders; `onData` receives decoded chunks. */

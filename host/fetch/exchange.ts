@@ -6,7 +6,7 @@
 import type { Dispatcher } from "undici";
 import { BodyDecoder, parseContentCodings } from "./contentDecoding.js";
 import type { Cancellation } from "./cancellation.js";
-import type { TransportError } from "./transportError.js";
+import { networkError, type TransportError } from "./transportError.js";
 import { EMPTY_BYTES, concatOwned, ownedBuffer } from "./bytes.js";
 
 export interface ExchangeRequest {
@@ -17,6 +17,8 @@ export interface ExchangeRequest {
   /** Flat name/value list, Host first. */
   headers: string[];
   body: Buffer | null;
+  /** The request carried a secret: a body in a coding the transport cannot decode fails rather than passing through unscanned. */
+  strictCodings: boolean;
   /** Decides from the status and headers whether the body is wanted; an unwanted body is drained a little, then dropped. */
   wantsBody(status: number, headers: readonly [string, string][]): boolean;
 }
@@ -121,7 +123,8 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
     this.#wanted = !nullBody && this.#request.wantsBody(statusCode, headers);
     if (!this.#wanted) return;
 
-    const codings = parseContentCodings(contentEncoding);
+    const { decode: codings, problem } = parseContentCodings(contentEncoding, this.#request.strictCodings);
+    if (problem) return this.fail(networkError(`cannot decode the response body: ${problem}`));
     const declared = contentLength !== null && /^[0-9]{1,15}$/.test(contentLength) ? Number(contentLength) : null;
     if (declared !== null) {
       const refusal = this.#limit(declared, true);
@@ -131,7 +134,7 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
       this.#decoder = new BodyDecoder(
         codings,
         (chunk) => this.#keep(chunk),
-        (error) => this.fail(Object.assign(new Error(`cannot decode the response body (${contentEncoding}): ${error.message}`), { cause: error })),
+        (error) => this.fail(Object.assign(new Error(`cannot decode the response body: ${error.message}`), { cause: error })),
       );
     } else if (declared !== null && declared > 0 && declared <= MAX_PREALLOCATION) {
       this.#preallocated = ownedBuffer(declared); // only the written part is ever returned

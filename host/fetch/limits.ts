@@ -12,6 +12,13 @@ export interface FetchLimits {
   maxResponseBytes: number;
   /** From sending the first hop to the end of the final body; waiting for a slot is not counted. */
   requestTimeoutMs: number;
+  /** Header fields the script sets on one request (the transport's own Host, Accept, … not counted). */
+  maxRequestHeaders: number;
+  /**
+   * Bytes of one hop's header section as sent ("name: value\r\n" per field, the transport's
+   * fields included), after secrets are substituted; computed before any is expanded.
+   */
+  maxRequestHeaderBytes: number;
 }
 
 export const DEFAULT_FETCH_LIMITS: Readonly<FetchLimits> = Object.freeze({
@@ -20,6 +27,8 @@ export const DEFAULT_FETCH_LIMITS: Readonly<FetchLimits> = Object.freeze({
   maxRequestBytes: 16 * 1024 * 1024,
   maxResponseBytes: 32 * 1024 * 1024,
   requestTimeoutMs: 30_000,
+  maxRequestHeaders: 128,
+  maxRequestHeaderBytes: 64 * 1024,
 });
 
 /** The limits with defaults filled in; each must be a positive number (Infinity: unlimited). */

@@ -16,8 +16,12 @@ export function isRedirectStatus(status: number): boolean {
   return status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
 }
 
-/** The response's location URL (Fetch 3.1.4 "location URL"): null without Location; a network error when it does not parse. */
-export function locationUrl(headers: readonly [string, string][], base: URL): URL | null {
+/**
+ * The response's location URL (Fetch 3.1.4 "location URL"): null without Location; a network
+ * error when it does not parse, quoting it through `shown` (redaction, when the server had
+ * been sent a secret).
+ */
+export function locationUrl(headers: readonly [string, string][], base: URL, shown: (text: string) => string = (text) => text): URL | null {
   let location: string | null = null;
   for (const [name, value] of headers) {
     if (name.length !== 8 || name.toLowerCase() !== "location") continue;
@@ -30,7 +34,7 @@ export function locationUrl(headers: readonly [string, string][], base: URL): UR
     url.hash = "";
     return url;
   } catch {
-    throw networkError(`the redirect's Location ${JSON.stringify(location)} is not a valid URL`);
+    throw networkError(`the redirect's Location ${JSON.stringify(shown(location))} is not a valid URL`);
   }
 }
 

@@ -6,7 +6,7 @@
 import type { TransportRequestRecord } from "../../guest-lib/types/bridge.js";
 import type { Hop } from "./redirect.js";
 import { hasCredentials, removeFragment } from "./fetchUrl.js";
-import { networkError } from "./transportError.js";
+import { limitError, networkError } from "./transportError.js";
 
 /**
  * A request record plus its body. `url` may also be a URL the host parsed itself (the
@@ -38,13 +38,13 @@ const TRANSPORT_OWNED = new Set([
   "http2-settings",
 ]);
 const REDIRECT_MODES = new Set(["follow", "manual", "error"]);
-const MAX_HEADERS = 1000;
 
 function invalid(why: string): Error {
   return networkError(`invalid request: ${why}`);
 }
 
-export function validateRequest(request: TransportRequest): ValidRequest {
+/** `maxHeaders`: the maxRequestHeaders limit, checked before the list is read. */
+export function validateRequest(request: TransportRequest, maxHeaders: number): ValidRequest {
   if (request === null || typeof request !== "object") throw invalid("expected a request record");
   const { url: urlText, method, headers, redirect, body } = request;
 
@@ -67,7 +67,7 @@ export function validateRequest(request: TransportRequest): ValidRequest {
   if (!REDIRECT_MODES.has(redirect)) throw invalid('redirect must be "follow", "manual" or "error"');
 
   if (!Array.isArray(headers)) throw invalid("headers must be a list of [name, value] pairs");
-  if (headers.length > MAX_HEADERS) throw invalid(`more than ${MAX_HEADERS} headers`);
+  if (headers.length > maxHeaders) throw limitError(`maxRequestHeaders (${maxHeaders}) exceeded: the request has ${headers.length} header fields`);
   const kept: [string, string][] = [];
   for (const pair of headers) {
     if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== "string" || typeof pair[1] !== "string") {

@@ -1,26 +1,35 @@
 // Secrets that never enter the sandbox. The guest gets a placeholder per secret,
 //   scriptbox-secret.<NAME>.<nonce>
 // (only [A-Za-z0-9_.-], so it survives URL and form encoding unchanged; <nonce> is random
-// per transport, so a placeholder from one sandbox means nothing to another). On each hop
-// of a request the transport:
+// per transport, so a placeholder from one sandbox means nothing to another).
+//
+// No oracle: what the guest builds (URL, method, header names and values, body) is only
+// ever compared with placeholders, never with a secret's value, so no outcome the guest
+// can see depends on whether its data happens to equal a value. On each hop the transport:
 //   - substitutes a placeholder in a header VALUE with the secret, only when the hop's
-//     origin is one of that secret's origins;
+//     origin is one of that secret's origins, after checking the header limits against
+//     the size the headers will have (nothing is expanded before that);
 //   - refuses the whole request (a "network policy: " error naming the secret) when a
 //     placeholder appears anywhere else: a header to another origin, a header name, the
-//     URL (also percent-decoded), or the body bytes; and when a redirect target URL carries
-//     a secret's value to an origin not listed for it;
-// and everything it hands back (headers, body, URL, status text, error messages) has each
-// occurrence of a secret's value replaced with that secret's placeholder. Redaction catches
-// a server echoing the value (raw, JSON-escaped or percent-encoded); it cannot stop an
-// allowed origin that deliberately re-encodes the secret it was trusted with.
+//     URL (also percent-decoded), the method, the body bytes.
+// Redaction is confined to what servers said in answer to requests that carried a secret
+// (the secrets "carried" by a fetch): the final response's status text, headers and body,
+// its URL when a redirect set it, the Location of a redirect and what is derived from it.
+// There every form of the value echoScanner.ts knows is replaced by the placeholder. A
+// redirect URL built by such a server that carries a carried secret's value to an origin
+// not listed for it is refused.
 import { randomBytes } from "node:crypto";
 import { NetworkPolicyError } from "../net/policy.js";
 import { asBuffer, concatOwned } from "./bytes.js";
+import { echoPatterns } from "./echoForms.js";
+import { PatternSet, findEchoes, mergeSpans, type ScanSource } from "./echoScanner.js";
 
 export interface SecretSpec {
   value: string;
   /** Origins ("https://api.example.com", "http://127.0.0.1:8787") the secret may be sent to. */
   origins: string[];
+  /** The embedder accepts a short or low-entropy value (secretStrength.ts); the store ignores it. */
+  weak?: boolean;
 }
 
 export const PLACEHOLDER_PREFIX = "scriptbox-secret.";
@@ -28,15 +37,29 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 // A header field value as the transport sends it: tab, printable ASCII, obs-text bytes.
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]+$/;
 
-interface Secret {
-  name: string;
-  value: string;
-  placeholder: string;
-  placeholderBytes: Buffer;
-  origins: ReadonlySet<string>;
-  /** Forms of the value that redaction replaces, as byte strings and as bytes. */
-  forms: string[];
-  formBytes: Buffer[];
+/** One configured secret. Opaque outside this module but for its name. */
+export interface Secret {
+  readonly name: string;
+  readonly value: string;
+  readonly placeholder: string;
+  readonly placeholderLower: string;
+  readonly placeholderBytes: Buffer;
+  readonly origins: ReadonlySet<string>;
+  /** The forms of the value redaction looks for. */
+  readonly patterns: PatternSet;
+}
+
+/** The secrets a fetch has sent so far: what its responses are scanned for. */
+export type CarriedSecrets = ReadonlySet<Secret>;
+
+/** A hop's header list with placeholders planned for substitution, measured before anything is expanded. */
+export interface HeaderSubstitution {
+  /** Field lines as they will go on the wire ("name: value\r\n" each), in bytes. */
+  readonly bytes: number;
+  /** The secrets the hop will carry. */
+  readonly carried: readonly Secret[];
+  /** The substituted header list (only now are values expanded). */
+  apply(): [string, string][];
 }
 
 export class SecretStore {
@@ -65,49 +88,63 @@ export class SecretStore {
   }
 
   /**
-   * The header list for one hop to `origin`: placeholders in values substituted where the
-   * secret allows that origin. Throws NetworkPolicyError for a placeholder going anywhere else.
+   * Plans the header list for one hop to `origin`: which placeholders are substituted, and
+   * the size of the result, without expanding anything. Throws NetworkPolicyError for a
+   * placeholder in a header name or going to an origin its secret does not list.
+   * `shownOrigin` is how a message names the origin (redacted when a server chose it).
    */
-  headersFor(headers: readonly [string, string][], origin: string): [string, string][] {
-    let out: [string, string][] | null = null;
+  substitution(headers: readonly [string, string][], origin: string, shownOrigin: string = origin): HeaderSubstitution {
+    let bytes = 0;
+    const carried = new Set<Secret>();
+    const touched: number[] = [];
     for (let i = 0; i < headers.length; i++) {
       const [name, value] = headers[i]!;
-      if (name.includes(PLACEHOLDER_PREFIX)) {
-        const secret = this.#secrets.find((s) => name.includes(s.placeholder));
+      let length = value.length;
+      if (name.length >= PLACEHOLDER_PREFIX.length && name.toLowerCase().includes(PLACEHOLDER_PREFIX)) {
+        // Header names are case-insensitive and the guest's Headers lower-cases them.
+        const lower = name.toLowerCase();
+        const secret = this.#secrets.find((s) => lower.includes(s.placeholderLower));
         if (secret) throw refusal(secret, "its placeholder is in a header name; secrets are only substituted in header values");
       }
-      if (!value.includes(PLACEHOLDER_PREFIX)) continue;
-      let substituted = value;
-      for (const secret of this.#secrets) {
-        if (!substituted.includes(secret.placeholder)) continue;
-        if (!secret.origins.has(origin)) {
-          throw refusal(secret, `it may only be sent to ${listOrigins(secret)}, not to ${origin} (header ${JSON.stringify(name.toLowerCase())})`);
+      if (value.includes(PLACEHOLDER_PREFIX)) {
+        for (const secret of this.#secrets) {
+          const count = occurrences(value, secret.placeholder);
+          if (count === 0) continue;
+          if (!secret.origins.has(origin)) {
+            throw refusal(secret, `it may only be sent to ${listOrigins(secret)}, not to ${shownOrigin} (header ${JSON.stringify(name.toLowerCase())})`);
+          }
+          carried.add(secret);
+          length += count * (secret.value.length - secret.placeholder.length);
         }
-        substituted = substituted.split(secret.placeholder).join(secret.value);
+        if (length !== value.length || carried.size > 0) touched.push(i);
       }
-      if (substituted !== value) {
-        out ??= headers.slice() as [string, string][];
-        out[i] = [name, substituted];
-      }
+      bytes += name.length + 2 + length + 2;
     }
-    return out ?? (headers as [string, string][]);
+    const secrets = [...carried];
+    return {
+      bytes,
+      carried: [...carried],
+      apply(): [string, string][] {
+        if (touched.length === 0) return headers as [string, string][];
+        const out = headers.slice() as [string, string][];
+        for (const i of touched) out[i] = [out[i]![0], substitute(out[i]![1], secrets)];
+        return out;
+      },
+    };
   }
 
   /**
-   * Refuses a URL that carries a placeholder (as written, percent-decoded, in any letter
-   * case since URL hosts are lower-cased), or a secret's value to an origin not listed for it.
+   * Refuses a URL that carries a placeholder: as written, percent-decoded (repeatedly), in
+   * any letter case (URL hosts are lower-cased). Compares with placeholders only.
    */
-  checkUrl(url: string, origin: string): void {
+  checkUrl(url: string): void {
+    if (this.#secrets.length === 0) return;
     let text = url;
     for (let round = 0; round < 4; round++) {
       const lower = text.toLowerCase();
-      for (const secret of this.#secrets) {
-        if (lower.includes(secret.placeholder.toLowerCase())) {
-          throw refusal(secret, "its placeholder is in the URL; secrets are only substituted in request header values");
-        }
-        if (!secret.origins.has(origin) && text.includes(secret.value)) {
-          throw refusal(secret, `the URL of a request to ${origin} carries its value; it may only be sent to ${listOrigins(secret)}`);
-        }
+      if (lower.includes(PLACEHOLDER_PREFIX)) {
+        const secret = this.#secrets.find((s) => lower.includes(s.placeholderLower));
+        if (secret) throw refusal(secret, "its placeholder is in the URL; secrets are only substituted in request header values");
       }
       const decoded = percentDecode(text);
       if (decoded === text) return;
@@ -115,9 +152,25 @@ export class SecretStore {
     }
   }
 
+  /**
+   * A redirect target a server chose after it was sent `carried` secrets: refused when it
+   * carries one of their values (in any form the scanner knows) to an origin not listed for
+   * it. Never called with a URL the guest built.
+   */
+  checkRedirectUrl(url: string, origin: string, carried: CarriedSecrets): void {
+    for (const secret of carried) {
+      if (secret.origins.has(origin)) continue;
+      if (this.#find(textSource(url), [secret]).length > 0) {
+        throw refusal(secret, `the URL of a request to ${this.redactText(origin, carried)} carries its value; it may only be sent to ${listOrigins(secret)}`);
+      }
+    }
+  }
+
   /** Refuses a method that is a placeholder (placeholders are valid HTTP tokens). */
   checkMethod(method: string): void {
-    const secret = this.#secrets.find((s) => method.includes(s.placeholder));
+    if (this.#secrets.length === 0 || !method.toLowerCase().includes(PLACEHOLDER_PREFIX)) return;
+    const lower = method.toLowerCase();
+    const secret = this.#secrets.find((s) => lower.includes(s.placeholderLower));
     if (secret) throw refusal(secret, "its placeholder is the request method");
   }
 
@@ -132,60 +185,78 @@ export class SecretStore {
     }
   }
 
-  /** The text with every secret value replaced by its placeholder. */
-  redactText(text: string): string {
-    if (this.#secrets.length === 0) return text;
-    const matches = this.#find((secret) => secret.forms, (form, from) => text.indexOf(form, from));
-    if (matches.length === 0) return text;
+  /** A JS string a server sent (status text, a URL it chose, a message quoting it), with the carried secrets' echoes replaced. */
+  redactText(text: string, carried: CarriedSecrets, lossy = false): string {
+    if (carried.size === 0 || text.length === 0) return text;
+    const spans = this.#find(textSource(text, lossy), [...carried]);
+    if (spans.length === 0) return text;
     let out = "";
     let from = 0;
-    for (const m of matches) {
-      out += text.slice(from, m.at) + m.secret.placeholder;
-      from = m.at + m.length;
+    for (const span of spans) {
+      out += text.slice(from, span.start) + span.secret.placeholder;
+      from = span.end;
     }
     return out + text.slice(from);
   }
 
-  /** The bytes with every secret value replaced by its placeholder; the same array when nothing matched. */
-  redactBytes(body: Uint8Array): Uint8Array {
-    if (this.#secrets.length === 0 || body.byteLength === 0) return body;
+  /** A header name or value as read off the wire (one char per byte). */
+  redactHeader(text: string, carried: CarriedSecrets): string {
+    if (carried.size === 0 || text.length === 0) return text;
+    const bytes = Buffer.from(text, "latin1");
+    const redacted = this.redactBytes(bytes, carried);
+    return redacted === bytes ? text : Buffer.from(redacted.buffer, redacted.byteOffset, redacted.byteLength).toString("latin1");
+  }
+
+  /** The bytes with the carried secrets' echoes replaced by placeholders; the same array when nothing matched. */
+  redactBytes(body: Uint8Array, carried: CarriedSecrets): Uint8Array {
+    if (carried.size === 0 || body.byteLength === 0) return body;
     const bytes = asBuffer(body);
-    const matches = this.#find((secret) => secret.formBytes, (form, from) => bytes.indexOf(form, from));
-    if (matches.length === 0) return body;
+    const spans = this.#find({ codes: bytes, lossy: false }, [...carried]);
+    if (spans.length === 0) return body;
     const parts: Uint8Array[] = [];
     let from = 0;
-    for (const m of matches) {
-      parts.push(bytes.subarray(from, m.at), m.secret.placeholderBytes);
-      from = m.at + m.length;
+    for (const span of spans) {
+      parts.push(bytes.subarray(from, span.start), span.secret.placeholderBytes);
+      from = span.end;
     }
     parts.push(bytes.subarray(from));
     return concatOwned(parts, parts.reduce((n, p) => n + p.byteLength, 0));
   }
 
-  /** Every occurrence of every form of every secret: leftmost first, longest on a tie, none overlapping. */
-  #find<T extends { length: number }>(formsOf: (secret: Secret) => T[], indexOf: (form: T, from: number) => number): Match[] {
-    const all: Match[] = [];
-    for (const secret of this.#secrets) {
-      for (const form of formsOf(secret)) {
-        for (let at = indexOf(form, 0); at >= 0; at = indexOf(form, at + form.length)) all.push({ at, length: form.length, secret });
-      }
-    }
-    all.sort((a, b) => a.at - b.at || b.length - a.length);
-    const chosen: Match[] = [];
-    let end = 0;
-    for (const m of all) {
-      if (m.at < end) continue;
-      chosen.push(m);
-      end = m.at + m.length;
-    }
-    return chosen;
+  /** Every echo of the given secrets, overlapping ones merged, left to right. */
+  #find(source: ScanSource, secrets: readonly Secret[]): { start: number; end: number; secret: Secret }[] {
+    const spans = secrets.flatMap((secret, tag) => findEchoes(source, secret.patterns, tag));
+    return mergeSpans(spans).map((span) => ({ start: span.start, end: span.end, secret: secrets[span.tag]! }));
   }
 }
 
-interface Match {
-  at: number;
-  length: number;
-  secret: Secret;
+function textSource(text: string, lossy = false): ScanSource {
+  const codes = new Uint16Array(text.length);
+  for (let i = 0; i < text.length; i++) codes[i] = text.charCodeAt(i);
+  return { codes, lossy };
+}
+
+/** One left-to-right pass: placeholders never overlap (names and nonces have no "."), and a value is never rescanned. */
+function substitute(text: string, secrets: readonly Secret[]): string {
+  let out = "";
+  let from = 0;
+  for (let at = text.indexOf(PLACEHOLDER_PREFIX); at >= 0; at = text.indexOf(PLACEHOLDER_PREFIX, at)) {
+    const secret = secrets.find((s) => text.startsWith(s.placeholder, at));
+    if (!secret) {
+      at += PLACEHOLDER_PREFIX.length;
+      continue;
+    }
+    out += text.slice(from, at) + secret.value;
+    at += secret.placeholder.length;
+    from = at;
+  }
+  return out + text.slice(from);
+}
+
+function occurrences(text: string, part: string): number {
+  let count = 0;
+  for (let at = text.indexOf(part); at >= 0; at = text.indexOf(part, at + part.length)) count++;
+  return count;
 }
 
 function validate(name: string, spec: SecretSpec, nonce: string): Secret {
@@ -202,13 +273,16 @@ function validate(name: string, spec: SecretSpec, nonce: string): Secret {
   if (!Array.isArray(origins) || origins.length === 0) throw new TypeError(`secrets.${name}.origins must list at least one origin`);
   const set = new Set<string>();
   for (const origin of origins) set.add(parseOrigin(name, origin));
-  // Text forms are byte strings (one char per byte, as headers are read); the UTF-8 form
-  // covers a server that echoes a non-ASCII value re-encoded as UTF-8.
-  const encodings = [value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value)];
-  const forms = [...new Set([...encodings, ...encodings.map((e) => Buffer.from(e, "utf8").toString("latin1"))])];
-  const formBytes = forms.map((form) => Buffer.from(form, "latin1"));
   const placeholder = `${PLACEHOLDER_PREFIX}${name}.${nonce}`;
-  return { name, value, placeholder, placeholderBytes: Buffer.from(placeholder, "latin1"), origins: set, forms, formBytes };
+  return {
+    name,
+    value,
+    placeholder,
+    placeholderLower: placeholder.toLowerCase(),
+    placeholderBytes: Buffer.from(placeholder, "latin1"),
+    origins: set,
+    patterns: new PatternSet(echoPatterns(value)),
+  };
 }
 
 function parseOrigin(name: string, text: unknown): string {

@@ -8,11 +8,15 @@
 //        repeated as separate pairs), url (final, after redirects), redirected } + body bytes
 //   err: TransportError { type: "network-policy" | "limit" | "abort" | "timeout" | "network", message }
 //
-// Per fetch: refuse over maxFetches; validate the record; refuse a body over
-// maxRequestBytes; wait for a slot (maxConcurrentFetches); then per hop (at most 20
-// redirects, followed here): check secrets and the network policy, resolve the name once,
-// connect to the checked address, read the body under maxResponseBytes and the caller's
-// memory budget; finally redact secret values from everything handed back.
+// Per fetch: refuse over maxFetches; validate the record (at most maxRequestHeaders
+// fields); refuse a body over maxRequestBytes; wait for a slot (maxConcurrentFetches); then
+// per hop (at most 20 redirects, followed here): check the network policy and the secret
+// rules, plan the substitution and check maxRequestHeaderBytes before expanding anything,
+// resolve the name once, connect to the checked address, read the body under
+// maxResponseBytes and the caller's memory budget. The secrets a hop sends are "carried"
+// by the fetch from then on: what servers answer after that (the final response, and
+// every redirect target they chose) is redacted for those secrets, and nothing else is
+// (docs/network.md "Threat model").
 import type { Dispatcher } from "undici";
 import type { TransportResponseRecord } from "../../guest-lib/types/bridge.js";
 import { NetworkPolicy, type CheckedTarget } from "../net/policy.js";
@@ -22,7 +26,7 @@ import { exchange, type BodyLimit, type Exchange } from "./exchange.js";
 import { ConcurrencyGate, resolveFetchLimits, type FetchLimits } from "./limits.js";
 import { MAX_REDIRECTS, isRedirectStatus, locationUrl, redirectHop, type Hop } from "./redirect.js";
 import { validateRequest, type TransportRequest } from "./requestRecord.js";
-import { SecretStore, type SecretSpec } from "./secrets.js";
+import { SecretStore, type HeaderSubstitution, type Secret, type SecretSpec } from "./secrets.js";
 import { asBuffer } from "./bytes.js";
 import { sharedDispatcher } from "./sharedDispatcher.js";
 import { TransportError, asTransportError, limitError, networkError } from "./transportError.js";
@@ -119,7 +123,7 @@ export class SandboxFetchTransport {
       }
       this.#runFetches++;
       this.stats.fetches++;
-      const { hop, redirect } = validateRequest(request);
+      const { hop, redirect } = validateRequest(request, this.limits.maxRequestHeaders);
       const bodyBytes = hop.body?.byteLength ?? 0;
       if (bodyBytes > this.limits.maxRequestBytes) {
         throw limitError(`maxRequestBytes (${this.limits.maxRequestBytes} bytes) exceeded: the request body is ${bodyBytes} bytes`);
@@ -141,8 +145,10 @@ export class SandboxFetchTransport {
       }
       return await this.#follow(hop, redirect, cancellation, this.#bodyLimit(responseBodyBudget, responseBodyFits));
     } catch (error) {
-      const failure = asTransportError(error);
-      throw this.#secrets.size === 0 ? failure : new TransportError(failure.type, this.#secrets.redactText(failure.message));
+      // Never redacted as a whole: a message may quote what the guest built, and redacting
+      // that would tell the guest whether it equals a secret. Server text that may echo a
+      // secret was redacted where it entered the message (#follow, #send).
+      throw asTransportError(error);
     } finally {
       clearTimeout(timer);
       if (holdsSlot) this.#gate.release();
@@ -153,45 +159,81 @@ export class SandboxFetchTransport {
 
   async #follow(first: Hop, mode: "follow" | "manual" | "error", cancellation: Cancellation, limit: BodyLimit): Promise<TransportResult> {
     let hop = first;
+    const carried = new Set<Secret>();
+    // The hop's URL was chosen by a server that had been sent a secret (a redirect after a hop that carried one).
+    let serverChosen = false;
     // Which bodies are worth reading: not those of redirects about to be followed or refused.
     const wantsBody = (status: number, headers: readonly [string, string][]) =>
       !isRedirectStatus(status) || mode === "manual" || (mode === "follow" && !headers.some(([n]) => n.toLowerCase() === "location"));
     for (let redirects = 0; ; redirects++) {
-      const result = await this.#send(hop, cancellation, limit, wantsBody);
+      const result = await this.#send(hop, carried, serverChosen, cancellation, limit, wantsBody);
       if (isRedirectStatus(result.status) && mode !== "manual") {
         // Fetch 4.3 "HTTP fetch" step 9 (mode "error"), 4.4 "HTTP-redirect fetch" (mode "follow").
         if (mode === "error") throw networkError(`the server redirected (${result.status}) and the request's redirect mode is "error"`);
-        const location = locationUrl(result.headers, hop.url);
+        const location = locationUrl(result.headers, hop.url, (text) => this.#secrets.redactText(text, carried));
         if (location) {
           if (redirects === MAX_REDIRECTS) throw networkError(`too many redirects (more than ${MAX_REDIRECTS})`);
           hop = redirectHop(hop, result.status, location);
+          serverChosen = carried.size > 0;
           continue;
         }
       }
-      return this.#respond(result, hop.url, redirects > 0, limit);
+      return this.#respond(result, hop.url, redirects > 0, carried, serverChosen, limit);
     }
   }
 
-  /** One hop: secrets, policy, then the exchange with the checked address (the next one if a connection fails). */
-  async #send(hop: Hop, cancellation: Cancellation, limit: BodyLimit, wantsBody: (status: number, headers: readonly [string, string][]) => boolean): Promise<Exchange> {
+  /**
+   * One hop: policy, secrets, header limits, then the exchange with the checked address (the
+   * next one if a connection fails). Adds the secrets it sends to `carried`.
+   */
+  async #send(
+    hop: Hop,
+    carried: Set<Secret>,
+    serverChosen: boolean,
+    cancellation: Cancellation,
+    limit: BodyLimit,
+    wantsBody: (status: number, headers: readonly [string, string][]) => boolean,
+  ): Promise<Exchange> {
     const url = hop.url;
-    let headers = hop.headers;
-    if (this.#secrets.size > 0) {
+    const secrets = this.#secrets;
+    // Messages about a URL a server chose after it was sent a secret show that URL redacted;
+    // everything in them comes from that URL. A URL the guest built is shown as it is.
+    const told = serverChosen ? (error: unknown) => retold(error, (text) => secrets.redactText(text, carried)) : (error: unknown) => error;
+    try {
       this.#policy.target(url); // scheme and host refusals come before secret refusals
-      const origin = url.origin;
-      this.#secrets.checkUrl(url.href, origin);
-      this.#secrets.checkMethod(hop.method);
-      headers = this.#secrets.headersFor(headers, origin);
-      if (hop.body) this.#secrets.checkBody(hop.body);
+    } catch (error) {
+      throw told(error);
     }
-    // An IP-literal host needs no DNS: checked at once, without a turn of the event loop.
-    const target = this.#policy.checkWithoutDns(url) ?? (await untilCancelled(this.#policy.check(url), cancellation));
+    let plan: HeaderSubstitution | null = null;
+    if (secrets.size > 0) {
+      secrets.checkUrl(url.href);
+      if (serverChosen) secrets.checkRedirectUrl(url.href, url.origin, carried);
+      secrets.checkMethod(hop.method);
+      plan = secrets.substitution(hop.headers, url.origin, serverChosen ? secrets.redactText(url.origin, carried) : url.origin);
+      if (hop.body) secrets.checkBody(hop.body);
+    }
+    let target: CheckedTarget;
+    try {
+      // An IP-literal host needs no DNS: checked at once, without a turn of the event loop.
+      target = this.#policy.checkWithoutDns(url) ?? (await untilCancelled(this.#policy.check(url), cancellation));
+    } catch (error) {
+      throw told(error);
+    }
+    // The size the header section will have, secrets substituted, before anything is expanded.
+    const max = this.limits.maxRequestHeaderBytes;
+    if ((plan ? plan.bytes : fieldBytes(hop.headers)) + transportFieldBytes(target, hop.headers) > max) {
+      // The total is not shown: with secrets in it, it would tell their lengths in one try.
+      throw limitError(`maxRequestHeaderBytes (${max} bytes) exceeded: the request's header fields, with secrets substituted, are larger`);
+    }
+    const headers = plan ? plan.apply() : hop.headers;
+    if (plan) for (const secret of plan.carried) carried.add(secret);
     const request = {
       origin: "",
       path: url.pathname + url.search,
       method: hop.method,
       headers: wireHeaders(target, headers),
       body: hop.body ? asBuffer(hop.body) : null,
+      strictCodings: carried.size > 0,
       wantsBody,
     };
     const last = target.addresses.length - 1;
@@ -206,15 +248,16 @@ export class SandboxFetchTransport {
     }
   }
 
-  #respond(result: Exchange, url: URL, redirected: boolean, limit: BodyLimit): TransportResult {
+  /** The response as the guest gets it: what servers said after a secret was sent to them, redacted for it. */
+  #respond(result: Exchange, url: URL, redirected: boolean, carried: ReadonlySet<Secret>, serverChosen: boolean, limit: BodyLimit): TransportResult {
     const secrets = this.#secrets;
-    if (secrets.size === 0) {
+    if (carried.size === 0) {
       return {
         response: { status: result.status, statusText: result.statusText, headers: result.headers, url: url.href, redirected },
         body: result.body,
       };
     }
-    const body = secrets.redactBytes(result.body);
+    const body = secrets.redactBytes(result.body, carried);
     if (body.byteLength > result.body.byteLength) {
       const refusal = limit(body.byteLength, false);
       if (refusal) throw refusal;
@@ -222,9 +265,11 @@ export class SandboxFetchTransport {
     return {
       response: {
         status: result.status,
-        statusText: secrets.redactText(result.statusText),
-        headers: result.headers.map(([name, value]) => [secrets.redactText(name), secrets.redactText(value)]),
-        url: secrets.redactText(url.href),
+        // undici decodes the reason phrase as UTF-8: U+FFFD may hide bytes of the value.
+        statusText: secrets.redactText(result.statusText, carried, true),
+        headers: result.headers.map(([name, value]) => [secrets.redactHeader(name, carried), secrets.redactHeader(value, carried)]),
+        // A URL the guest built is its own; one a server chose is redacted.
+        url: serverChosen ? secrets.redactText(url.href, carried) : url.href,
         redirected,
       },
       body,
@@ -266,12 +311,40 @@ const DEFAULT_HEADERS: [string, string][] = [
 /** Host first (undici takes the TLS servername from it), the request's headers, then defaults it lacks. */
 function wireHeaders(target: CheckedTarget, headers: readonly [string, string][]): string[] {
   const flat: string[] = ["host", target.hostHeader];
+  for (const [name, value] of headers) flat.push(name, value);
+  const has = defaultsPresent(headers);
+  for (let d = 0; d < DEFAULT_HEADERS.length; d++) if (!(has & (1 << d))) flat.push(DEFAULT_HEADERS[d]![0], DEFAULT_HEADERS[d]![1]);
+  return flat;
+}
+
+/** Bit d set: the request has DEFAULT_HEADERS[d] already. */
+function defaultsPresent(headers: readonly [string, string][]): number {
   let has = 0;
-  for (const [name, value] of headers) {
-    flat.push(name, value);
+  for (const [name] of headers) {
     const lower = name.length >= 6 && name.length <= 15 ? name.toLowerCase() : "";
     for (let d = 0; d < DEFAULT_HEADERS.length; d++) if (lower === DEFAULT_HEADERS[d]![0]) has |= 1 << d;
   }
-  for (let d = 0; d < DEFAULT_HEADERS.length; d++) if (!(has & (1 << d))) flat.push(DEFAULT_HEADERS[d]![0], DEFAULT_HEADERS[d]![1]);
-  return flat;
+  return has;
+}
+
+/** "name: value\r\n" bytes of a header list as it is (no secrets in it). */
+function fieldBytes(headers: readonly [string, string][]): number {
+  let bytes = 0;
+  for (const [name, value] of headers) bytes += name.length + value.length + 4;
+  return bytes;
+}
+
+/** The bytes of the fields the transport adds: Host, and the defaults the request lacks. */
+function transportFieldBytes(target: CheckedTarget, headers: readonly [string, string][]): number {
+  let bytes = 4 + 4 + target.hostHeader.length;
+  const has = defaultsPresent(headers);
+  for (let d = 0; d < DEFAULT_HEADERS.length; d++) if (!(has & (1 << d))) bytes += DEFAULT_HEADERS[d]![0].length + DEFAULT_HEADERS[d]![1].length + 4;
+  return bytes;
+}
+
+/** The same error with its message passed through `redact` (for messages about a URL a server chose). */
+function retold(error: unknown, redact: (text: string) => string): unknown {
+  const failure = asTransportError(error);
+  const message = redact(failure.message);
+  return message === failure.message ? failure : new TransportError(failure.type, message, { cause: error });
 }

@@ -115,6 +115,8 @@ export class WorkerSandbox implements RealmServices {
         maxRequestBytes: limits.maxRequestBytes,
         maxResponseBytes: limits.maxResponseBytes,
         requestTimeoutMs: limits.fetchTimeoutMs,
+        maxRequestHeaders: limits.maxRequestHeaders,
+        maxRequestHeaderBytes: limits.maxRequestHeaderBytes,
       },
       secrets: config.secrets,
     });

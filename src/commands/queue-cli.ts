@@ -56,6 +56,7 @@ export function registerQueueCommands(program: Command, parsers: FlagParsers): v
       .option("--memory <size>", "memory limit, the most a job may ask for", parsers.parseSize)
       .option("--env <K=V>", "an env value every job sees (repeatable)", collect, [])
       .option("--secret <NAME=ENV_VAR@origin>", "a secret jobs may name, from an environment variable, usable only towards origin (repeatable)", collect, [])
+      .option("--weak-secret <NAME>", "accept a short or low-entropy value for secret NAME, which is refused otherwise (repeatable)", collect, [])
       .option("--cloud-url <url>", "base URL of the cloud API for the preconfigured `cloud` client")
       .option("--cloud-token-secret <NAME>", "the secret holding the cloud API token (PAT)")
       .option("--cloud-session-secret <NAME>", "the secret holding the dashboard session")

@@ -14,6 +14,8 @@ export interface RunCommandOptions {
   memory?: number;
   env: string[];
   secret: string[];
+  /** Names of --secret values accepted although weak (short or low-entropy). */
+  weakSecret?: string[];
   cloudUrl?: string;
   cloudTokenSecret?: string;
   cloudSessionSecret?: string;
@@ -48,8 +50,11 @@ export function parsePairs(entries: string[], flag: string): Record<string, stri
   return out;
 }
 
-/** --secret NAME=ENV_VAR@origin: the value comes from the environment, never from argv. */
-export function parseSecrets(entries: string[]): NonNullable<SandboxOptions["secrets"]> {
+/**
+ * --secret NAME=ENV_VAR@origin: the value comes from the environment, never from argv.
+ * --weak-secret NAME: the opt-in for a value the weak-secret rule refuses.
+ */
+export function parseSecrets(entries: string[], weakNames: string[] = []): NonNullable<SandboxOptions["secrets"]> {
   const secrets: NonNullable<SandboxOptions["secrets"]> = {};
   for (const entry of entries) {
     const match = /^([^=]+)=([^@]+)@(.+)$/.exec(entry);
@@ -60,6 +65,11 @@ export function parseSecrets(entries: string[]): NonNullable<SandboxOptions["sec
     const existing = secrets[name];
     if (existing && existing.value !== value) throw new UsageError(`--secret ${name} is given twice with different values`);
     secrets[name] = { value, origins: [...(existing?.origins ?? []), origin] };
+  }
+  for (const name of weakNames) {
+    const secret = secrets[name];
+    if (!secret) throw new UsageError(`--weak-secret ${name}: no --secret ${name}=… was given`);
+    secret.weak = true;
   }
   return secrets;
 }
@@ -100,7 +110,7 @@ export function cloudFromFlags(options: Pick<RunCommandOptions, "cloudUrl" | "cl
 export async function runCommand(file: string, options: RunCommandOptions): Promise<number> {
   if (!existsSync(file) || !statSync(file).isFile()) throw new UsageError(`cannot read ${file}: no such file`);
   const input = parseInput(options.input);
-  const secrets = parseSecrets(options.secret);
+  const secrets = parseSecrets(options.secret, options.weakSecret);
   const sandboxOptions: SandboxOptions = {
     limits: limitsFromFlags(options),
     net: { allow: options.allowNet },

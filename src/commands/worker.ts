@@ -19,7 +19,7 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
     limits: limitsFromFlags(options),
     net: { allow: options.allowNet },
     env: parsePairs(options.env, "--env"),
-    secrets: parseSecrets(options.secret),
+    secrets: parseSecrets(options.secret, options.weakSecret),
     ...(options.location !== undefined ? { location: options.location } : {}),
   };
   const cloud = cloudFromFlags(options);

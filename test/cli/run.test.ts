@@ -399,6 +399,18 @@ describe.concurrent("scriptbox: bad usage exits 2 with one line and no stack tra
     expectUsageError(await cli(["run", "ok.js", "--secret", "T=CLI_TEST_TOKEN"], { CLI_TEST_TOKEN: "x" }), /--secret expects NAME=ENV_VAR@origin/);
   });
 
+  it("--secret with a weak value is a usage error that explains why and names --weak-secret", async () => {
+    const weak = await cli(["run", "ok.js", "--secret", "PIN=CLI_TEST_PIN@https://api.example.com", "--json"], { CLI_TEST_PIN: "483920" });
+    expectUsageError(weak, /secrets\.PIN is weak: it is shorter than 16 characters\..*--weak-secret PIN/);
+    expect(weak.stdout + weak.stderr).not.toContain("483920");
+    expectUsageError(await cli(["run", "ok.js", "--weak-secret", "PIN"]), /--weak-secret PIN: no --secret PIN=… was given/);
+  });
+
+  it("--weak-secret NAME accepts that secret's weak value", async () => {
+    const accepted = await cli(["run", "ok.js", "--secret", "PIN=CLI_TEST_PIN@https://api.example.com", "--weak-secret", "PIN", "--json"], { CLI_TEST_PIN: "483920" });
+    expect(accepted.code, accepted.stderr).toBe(0);
+  });
+
   it("--cloud-token-secret without --cloud-url, or naming a secret that was not given", async () => {
     expectUsageError(await cli(["run", "ok.js", "--cloud-token-secret", "CLOUD_PAT"]), /need --cloud-url/);
     expectUsageError(await cli(["run", "ok.js", "--cloud-url", origin, "--cloud-token-secret", "CLOUD_PAT"]), /CLOUD_PAT|secret/);
@@ -420,7 +432,7 @@ describe.concurrent("scriptbox --help", () => {
   it("run --help exits 0 and lists every flag of the CLI contract", async () => {
     const result = await cli(["run", "--help"]);
     expect(result.code).toBe(0);
-    for (const flag of ["--input", "--allow-net", "--cpu-time", "--timeout", "--memory", "--env", "--secret", "--cloud-url", "--cloud-token-secret", "--json"]) {
+    for (const flag of ["--input", "--allow-net", "--cpu-time", "--timeout", "--memory", "--env", "--secret", "--weak-secret", "--cloud-url", "--cloud-token-secret", "--json"]) {
       expect(result.stdout).toContain(flag);
     }
   });

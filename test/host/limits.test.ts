@@ -34,6 +34,8 @@ describe("defaults", () => {
       maxRequestBytes: 10 * 1024 * 1024,
       maxResponseBytes: 16 * 1024 * 1024,
       fetchTimeoutMs: 15000,
+      maxRequestHeaders: 128,
+      maxRequestHeaderBytes: 64 * 1024,
       maxTimers: 1000,
       maxLogBytes: 1024 * 1024,
     });

@@ -10,7 +10,7 @@ let sandbox: Sandbox;
 beforeAll(async () => {
   sandbox = await createSandbox({
     env: { REGION: "eu", TIER: "gold" },
-    secrets: { API_TOKEN: { value: "s3cr3t-value", origins: ["https://api.example.com"] } },
+    secrets: { API_TOKEN: { value: "s3cr3t-value-9Qx2mV7k", origins: ["https://api.example.com"] } },
   });
 });
 afterAll(async () => {

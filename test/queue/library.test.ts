@@ -57,7 +57,7 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     if (!result.ok) return;
     expect(result.value).toEqual({ next: 42, bytes: new Uint8Array([1, 2]) });
     expect(result.logs.map((l) => [l.level, l.message])).toEqual([["log", "got 41"]]);
-    expect(Object.keys(result.stats).sort()).toEqual(["cpuTimeMs", "fetches", "memoryBytes", "wallTimeMs"]);
+    expect(Object.keys(result.stats).sort()).toEqual(["cpuTimeMs", "fetches", "memoryBytes", "queuedMs", "wallTimeMs"]);
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ id: job.id, outcome: "ok", attempt: 1 });
     expect(await job.state()).toBe("completed");

@@ -38,7 +38,7 @@ function scripted() {
   return { dispatcher, controller, aborts, respond, data, end };
 }
 
-const REQUEST: ExchangeRequest = { origin: "http://127.0.0.1:1", path: "/", method: "GET", headers: ["host", "x"], body: null, wantsBody: () => true };
+const REQUEST: ExchangeRequest = { origin: "http://127.0.0.1:1", path: "/", method: "GET", headers: ["host", "x"], body: null, strictCodings: false, wantsBody: () => true };
 const MAX = 1000;
 const limit = (bytes: number) => (bytes > MAX ? limitError(`test limit (${MAX} bytes) exceeded`) : null);
 

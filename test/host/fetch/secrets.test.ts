@@ -256,19 +256,34 @@ describe("SecretStore redaction", () => {
     },
     "NONCE",
   );
+  /** What a hop carrying these secrets' placeholders would carry. */
+  const carrying = (...names: string[]) =>
+    new Set(store.substitution(names.map((name) => ["x", store.placeholder(name)] as [string, string]), "https://a.example").carried);
+  const all = carrying("SHORT", "LONG", "WORD");
 
-  test("overlapping values: the leftmost, then longest, match wins, in one pass", () => {
-    expect(store.redactText("x abc123def y abc123 z")).toBe("x scriptbox-secret.LONG.NONCE y scriptbox-secret.SHORT.NONCE z");
+  test("overlapping echoes are replaced as one span, by the placeholder of the leftmost (longest) match", () => {
+    expect(store.redactText("x abc123def y abc123 z", all)).toBe("x scriptbox-secret.LONG.NONCE y scriptbox-secret.SHORT.NONCE z");
+  });
+
+  test("only the secrets a request carried are looked for", () => {
+    expect(store.redactText("x abc123def y abc123 z", carrying("SHORT"))).toBe("x scriptbox-secret.SHORT.NONCEdef y scriptbox-secret.SHORT.NONCE z");
+    expect(store.redactText("x abc123def y", new Set())).toBe("x abc123def y");
   });
 
   test("a value that occurs inside a placeholder does not make redaction loop or nest", () => {
-    expect(store.redactText("my secret")).toBe("my scriptbox-secret.WORD.NONCE");
-    const bytes = store.redactBytes(new TextEncoder().encode("a secret, another secret"));
+    expect(store.redactText("my secret", all)).toBe("my scriptbox-secret.WORD.NONCE");
+    const bytes = store.redactBytes(new TextEncoder().encode("a secret, another secret"), all);
     expect(Buffer.from(bytes).toString()).toBe("a scriptbox-secret.WORD.NONCE, another scriptbox-secret.WORD.NONCE");
   });
 
   test("bytes without a secret come back as the same array", () => {
     const body = new TextEncoder().encode("nothing to see");
-    expect(store.redactBytes(body)).toBe(body);
+    expect(store.redactBytes(body, all)).toBe(body);
+  });
+
+  test("the substitution is planned and measured before anything is expanded", () => {
+    const plan = store.substitution([["authorization", `Bearer ${store.placeholder("LONG")}`], ["x-n", "1"]], "https://a.example");
+    expect(plan.bytes).toBe("authorization".length + 4 + "Bearer abc123def".length + "x-n".length + 4 + 1);
+    expect(plan.apply()).toEqual([["authorization", "Bearer abc123def"], ["x-n", "1"]]);
   });
 });
