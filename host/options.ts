@@ -7,7 +7,7 @@ import type { SandboxConfig } from "./protocol.js";
 import type { SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
 
-const KNOWN_OPTIONS = new Set(["limits", "net", "env", "secrets", "cloud", "location", "onLog", "isolate", "engineVariant"]);
+const KNOWN_OPTIONS = new Set(["limits", "net", "env", "secrets", "cloud", "location", "onLog", "isolate", "engineVariant", "modules"]);
 
 function plainObject(value: unknown, what: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${what} must be an object`);

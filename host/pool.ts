@@ -13,6 +13,7 @@ import { compiledEngineModule } from "./engine/wasm-binary.js";
 import type { WorkerInit, WorkerMessage, WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
 import { WATCHDOG_BYTES, WATCHDOG_REASON } from "./worker/guard.js";
+import { HostCallServer } from "./host-modules/call-server.js";
 
 /**
  * How long past its deadline a guest may stay in native code before its worker is
@@ -63,6 +64,8 @@ export class WorkerConnection {
   private nextId = 1;
   sandboxCount = 0;
   lost: WorkerLostError | null = null;
+  /** Runs the host functions this worker's guests call (host modules). */
+  readonly hostCalls = new HostCallServer();
 
   constructor(private readonly pool: WorkerPool, readonly dedicated: boolean) {
     const watchdog = new SharedArrayBuffer(WATCHDOG_BYTES);
@@ -142,6 +145,7 @@ export class WorkerConnection {
       }
       return;
     }
+    if (message.type === "host-calls") return this.hostCalls.attach(message);
     if (message.type === "disposed") {
       this.disposeListeners.get(message.sandboxId)?.(message.reason);
       return;
@@ -180,6 +184,7 @@ export class WorkerConnection {
     for (const pending of this.pending.values()) pending.reject(error);
     this.pending.clear();
     this.callStarts.clear();
+    this.hostCalls.closeAll();
     this.worker.unref();
     this.port.close();
   }

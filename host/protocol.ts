@@ -4,6 +4,7 @@
 import type { Limits } from "./limits.js";
 import type { LogEntry, SandboxError, RunStats, SecretOption, CloudOption } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
+import type { ActivationHostCalls, HostCallsOpenMessage, HostModulesManifest } from "./host-modules/manifest.js";
 
 export interface SandboxConfig {
   limits: Limits;
@@ -14,13 +15,15 @@ export interface SandboxConfig {
   location: string | null;
   streamLogs: boolean;
   variant: EngineVariantName;
+  /** The sandbox's host modules (their shape and values; the functions stay with the embedder). */
+  hostModules?: HostModulesManifest | null;
 }
 
 export type WorkerRequest =
   | { op: "create"; sandboxId: number; config: SandboxConfig }
-  | { op: "run"; sandboxId: number; code: string; filename: string; input: unknown }
-  | { op: "load"; sandboxId: number; pluginId: number; code: string; filename: string }
-  | { op: "call"; sandboxId: number; pluginId: number; name: string; args: unknown[] }
+  | { op: "run"; sandboxId: number; code: string; filename: string; input: unknown; hostCalls?: ActivationHostCalls }
+  | { op: "load"; sandboxId: number; pluginId: number; code: string; filename: string; hostCalls?: ActivationHostCalls }
+  | { op: "call"; sandboxId: number; pluginId: number; name: string; args: unknown[]; hostCalls?: ActivationHostCalls }
   | { op: "unload"; sandboxId: number; pluginId: number }
   | { op: "dispose"; sandboxId: number };
 
@@ -44,7 +47,8 @@ export type WorkerMessage =
   | { type: "log"; sandboxId: number; entry: LogEntry }
   /** A sandbox failed outside any request (its engine could not free a realm): it is gone. */
   | { type: "disposed"; sandboxId: number; reason: string }
-  | { type: "ready" };
+  | { type: "ready" }
+  | HostCallsOpenMessage;
 
 export interface WorkerInit {
   /** The channel both ways (a MessagePort, so the embedder can take replies synchronously). */

@@ -9,6 +9,8 @@ import { SandboxDisposedError, ScriptError } from "./errors.js";
 import type { LoadOptions, RunOptions, RunResult, SandboxError, SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
 import { formatBytes } from "./limits.js";
+import { SandboxHostModules } from "./host-modules/sandbox-modules.js";
+import type { DeclaredModules } from "./host-modules/declaration.js";
 
 let nextSandboxId = 1;
 let nextPluginId = 1;
@@ -50,8 +52,17 @@ export class Sandbox {
   readonly #limits: { cpuTimeMs: number; wallTimeMs: number; memoryBytes: number };
   readonly #plugins = new Set<Plugin>();
   #disposed: string | null = null;
+  readonly #hostModules: SandboxHostModules;
 
-  private constructor(pool: WorkerPool, connection: WorkerConnection, id: number, created: Promise<unknown>, limits: { cpuTimeMs: number; wallTimeMs: number; memoryBytes: number }) {
+  private constructor(
+    pool: WorkerPool,
+    connection: WorkerConnection,
+    id: number,
+    created: Promise<unknown>,
+    limits: { cpuTimeMs: number; wallTimeMs: number; memoryBytes: number },
+    hostModules: SandboxHostModules,
+  ) {
+    this.#hostModules = hostModules;
     this.#pool = pool;
     this.#connection = connection;
     this.#id = id;
@@ -62,8 +73,10 @@ export class Sandbox {
   /** See createSandbox. */
   static async create(options: SandboxOptions = {}, pool: WorkerPool = sharedPool()): Promise<Sandbox> {
     const config = resolveSandboxConfig(options as SandboxOptions & { engineVariant?: EngineVariantName });
-    const connection = pool.acquire(options.isolate === true);
     const id = nextSandboxId++;
+    const hostModules = SandboxHostModules.declare(options.modules, id, config.limits.maxHostCallBytes);
+    if (hostModules.manifest) config.hostModules = hostModules.manifest;
+    const connection = pool.acquire(options.isolate === true);
     connection.onLog(id, options.onLog ?? null);
     const sandboxRef: { sandbox?: Sandbox } = {};
     connection.onDisposed(id, (reason) => {
@@ -73,8 +86,13 @@ export class Sandbox {
     // behind the creation instead of waiting a round trip for it.
     const created = connection.request({ op: "create", sandboxId: id, config });
     created.catch(() => undefined);
-    sandboxRef.sandbox = new Sandbox(pool, connection, id, created, config.limits);
+    sandboxRef.sandbox = new Sandbox(pool, connection, id, created, config.limits, hostModules);
     return sandboxRef.sandbox;
+  }
+
+  /** Unique in this process; host functions see it as `this.sandboxId`. */
+  get id(): number {
+    return this.#id;
   }
 
   get disposed(): boolean {
@@ -88,9 +106,11 @@ export class Sandbox {
   /** Runs a script (an ES module; TypeScript when filename ends in .ts) in a fresh realm. */
   async run<T = unknown>(source: string, options: RunOptions = {}): Promise<RunResult<T>> {
     this.#assertUsable();
+    this.#hostModules.syncState.assertNotBlocked("sandbox.run");
     if (typeof source !== "string") throw new TypeError("source must be a string");
     const filename = checkFilename(options.filename);
     const input = toCrossable(options.input, "input");
+    const runModules = this.#hostModules.forRun(options.modules);
     let prepared: PreparedSource;
     try {
       prepared = await prepareSource(source, filename);
@@ -98,7 +118,7 @@ export class Sandbox {
       if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
       throw error;
     }
-    return this.#runPrepared(prepared, input) as Promise<RunResult<T>>;
+    return this.#runPrepared(prepared, input, runModules) as Promise<RunResult<T>>;
   }
 
   /**
@@ -107,8 +127,10 @@ export class Sandbox {
    */
   async runFile<T = unknown>(path: string, options: Omit<RunOptions, "filename"> = {}): Promise<RunResult<T>> {
     this.#assertUsable();
+    this.#hostModules.syncState.assertNotBlocked("sandbox.runFile");
     if (typeof path !== "string") throw new TypeError("path must be a string");
     const input = toCrossable(options.input, "input");
+    const runModules = this.#hostModules.forRun(options.modules);
     let prepared: PreparedSource;
     try {
       prepared = await bundleScriptFile(path);
@@ -116,17 +138,24 @@ export class Sandbox {
       if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
       throw error;
     }
-    return this.#runPrepared(prepared, input) as Promise<RunResult<T>>;
+    return this.#runPrepared(prepared, input, runModules) as Promise<RunResult<T>>;
   }
 
-  async #runPrepared(prepared: PreparedSource, input: unknown): Promise<RunResult> {
-    const outcome = await this.#request<ActivationOutcome>({ op: "run", sandboxId: this.#id, code: prepared.code, filename: prepared.filename, input });
+  async #runPrepared(prepared: PreparedSource, input: unknown, runModules: DeclaredModules | null): Promise<RunResult> {
+    const calls = this.#hostModules.begin(this.#connection.hostCalls, prepared.filename, runModules);
+    let outcome: ActivationOutcome;
+    try {
+      outcome = await this.#request<ActivationOutcome>({ op: "run", sandboxId: this.#id, code: prepared.code, filename: prepared.filename, input, hostCalls: calls.hostCalls });
+    } finally {
+      calls.end();
+    }
     return this.#toResult(outcome, prepared);
   }
 
   /** Loads a plugin module into a realm of its own that stays alive for calls. */
   async load(source: string, options: LoadOptions = {}): Promise<Plugin> {
     this.#assertUsable();
+    this.#hostModules.syncState.assertNotBlocked("sandbox.load");
     if (typeof source !== "string") throw new TypeError("source must be a string");
     const filename = checkFilename(options.filename ?? "plugin.js");
     let prepared: PreparedSource;
@@ -137,7 +166,13 @@ export class Sandbox {
       throw error;
     }
     const pluginId = nextPluginId++;
-    const outcome = await this.#request<ActivationOutcome>({ op: "load", sandboxId: this.#id, pluginId, code: prepared.code, filename: prepared.filename });
+    const calls = this.#hostModules.begin(this.#connection.hostCalls, prepared.filename);
+    let outcome: ActivationOutcome;
+    try {
+      outcome = await this.#request<ActivationOutcome>({ op: "load", sandboxId: this.#id, pluginId, code: prepared.code, filename: prepared.filename, hostCalls: calls.hostCalls });
+    } finally {
+      calls.end();
+    }
     const result = this.#toResult(outcome, prepared);
     if (!result.ok) throw new ScriptError(result.error);
     const plugin = new Plugin(this, pluginId, outcome.exports ?? [], prepared);
@@ -148,7 +183,14 @@ export class Sandbox {
   /** @internal used by Plugin */
   async callPlugin(plugin: Plugin, pluginId: number, name: string, args: unknown[], prepared: PreparedSource): Promise<RunResult> {
     this.#assertUsable();
-    const outcome = await this.#request<ActivationOutcome>({ op: "call", sandboxId: this.#id, pluginId, name, args });
+    this.#hostModules.syncState.assertNotBlocked("plugin.call");
+    const calls = this.#hostModules.begin(this.#connection.hostCalls, prepared.filename);
+    let outcome: ActivationOutcome;
+    try {
+      outcome = await this.#request<ActivationOutcome>({ op: "call", sandboxId: this.#id, pluginId, name, args, hostCalls: calls.hostCalls });
+    } finally {
+      calls.end();
+    }
     if (outcome.error?.message.endsWith("the plugin was unloaded")) this.#plugins.delete(plugin);
     return this.#toResult(outcome, prepared);
   }
@@ -281,6 +323,7 @@ export function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
 
 /** One-shot: create a sandbox, run the script, dispose the sandbox. */
 export async function runScript<T = unknown>(source: string, options: SandboxOptions & RunOptions = {}): Promise<RunResult<T>> {
+  // `modules` are the sandbox's: a one-shot sandbox has only the one run.
   const { filename, input, ...sandboxOptions } = options;
   const sandbox = await createSandbox(sandboxOptions);
   try {

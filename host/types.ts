@@ -1,5 +1,6 @@
 // Public types of the library API (re-exported by src/index.ts).
 import type { Limits } from "./limits.js";
+import type { HostModules } from "./host-modules/types.js";
 
 export type { Limits };
 
@@ -67,6 +68,12 @@ export interface SandboxOptions {
    * then takes down only this sandbox. Costs a thread (~10 MB) per sandbox.
    */
   isolate?: boolean;
+  /**
+   * Host modules scripts and plugins import by name (`import { notify } from "app"`):
+   * functions (async, or synchronous with hostSync), nested plain objects and copied
+   * values. See docs/host-modules.md.
+   */
+  modules?: HostModules;
 }
 
 export interface RunOptions {
@@ -74,6 +81,8 @@ export interface RunOptions {
   filename?: string;
   /** Passed to the script's default-exported function. JSON-like data, Dates and bytes. */
   input?: unknown;
+  /** Host modules added for this run only (a module of the same name replaces the sandbox's). */
+  modules?: HostModules;
 }
 
 export interface LoadOptions {

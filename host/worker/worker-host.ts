@@ -196,11 +196,11 @@ export class WorkerHost {
         return true;
       }
       case "run":
-        return this.runOn(request.sandboxId, (sandbox) => sandbox.run(request.code, request.filename, request.input));
+        return this.runOn(request.sandboxId, (sandbox) => sandbox.run(request.code, request.filename, request.input, request.hostCalls));
       case "load":
-        return this.runOn(request.sandboxId, (sandbox) => sandbox.load(request.pluginId, request.code, request.filename));
+        return this.runOn(request.sandboxId, (sandbox) => sandbox.load(request.pluginId, request.code, request.filename, request.hostCalls));
       case "call":
-        return this.runOn(request.sandboxId, (sandbox) => sandbox.call(request.pluginId, request.name, request.args));
+        return this.runOn(request.sandboxId, (sandbox) => sandbox.call(request.pluginId, request.name, request.args, request.hostCalls));
       case "unload":
         (await this.sandboxes.get(request.sandboxId)?.catch(() => undefined))?.unload(request.pluginId);
         return true;
