@@ -58,7 +58,7 @@ function encodeArguments(args: unknown[], label: string): [string, ArrayBuffer[]
   } catch (error) {
     // "\0args[1].x: a function cannot cross…" → "app.store.set: argument 2 (.x): a function cannot cross…"
     const message = error instanceof ErrorCtor ? error.message : `${error}`;
-    const match = /^\u0000args\[(\d+)\](\S*)/.exec(message);
+    const match = /^\u0000args\[(\d+)\]([^:]*)/.exec(message);
     const where = match ? `argument ${+match[1]! + 1}${match[2] ? ` (at ${match[2]})` : ""}` : "an argument";
     const rest = match ? message.slice(match[0].length) : `: ${message}`;
     throw new TypeErrorCtor(`${label}: ${where}${rest}`);
