@@ -53,15 +53,24 @@ function encodeArguments(args: unknown[], label: string): [string, ArrayBuffer[]
     simple = type === "string" || type === "boolean" || arg === null || (type === "number" && isFinite(arg as number) && !objectIs(arg, -0));
   }
   if (simple) return [jsonStringify(args) as string, NO_BUFFERS];
+  const { serialize } = marshal();
   try {
-    return marshal().serialize(args, "\u0000args");
+    return serialize(args, "\u0000args");
   } catch (error) {
-    // "\0args[1].x: a function cannot cross…" → "app.store.set: argument 2 (.x): a function cannot cross…"
+    // "\0args[1].x: a function cannot cross…" → "app.store.set: argument 2 (at .x): a function cannot cross…"
     const message = error instanceof ErrorCtor ? error.message : `${error}`;
     const match = /^\u0000args\[(\d+)\]([^:]*)/.exec(message);
-    const where = match ? `argument ${+match[1]! + 1}${match[2] ? ` (at ${match[2]})` : ""}` : "an argument";
-    const rest = match ? message.slice(match[0].length) : `: ${message}`;
-    throw new TypeErrorCtor(`${label}: ${where}${rest}`);
+    if (match) throw new TypeErrorCtor(`${label}: argument ${+match[1]! + 1}${match[2] ? ` (at ${match[2]})` : ""}${message.slice(match[0].length)}`);
+    // Something else threw (a proxy's trap, a stack overflow): find which argument.
+    let position = 0;
+    for (let i = 0; i < args.length && position === 0; i++) {
+      try {
+        serialize(args[i], "");
+      } catch {
+        position = i + 1;
+      }
+    }
+    throw new TypeErrorCtor(`${label}: ${position ? `argument ${position}` : "an argument"} cannot be copied: ${message}`);
   }
 }
 

@@ -36,6 +36,8 @@ describe("defaults", () => {
       fetchTimeoutMs: 15000,
       maxTimers: 1000,
       maxLogBytes: 1024 * 1024,
+      maxHostCalls: 100_000,
+      maxHostCallBytes: 8 * 1024 * 1024,
     });
   });
 
