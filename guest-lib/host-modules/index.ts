@@ -88,7 +88,9 @@ function syncFunction(id: number, name: string, label: string): (...args: unknow
   const stub = {
     [name](...args: unknown[]): unknown {
       const [json, buffers] = encodeArguments(args, label);
-      const reply = bridge.hostCallSync(id, json, buffers);
+      const reply = bridge.hostCallSync(id, json, buffers.length === 0 ? undefined : buffers);
+      // The common answer, a value without bytes, comes as its JSON text alone.
+      if (typeof reply === "string") return decodeResult(reply, NO_BUFFERS);
       if (reply[0] === true) return decodeResult(reply[1], reply[2]);
       throw hostError(reply[1], reply[2], reply[3]);
     },
@@ -103,7 +105,7 @@ function asyncFunction(id: number, name: string, label: string): (...args: unkno
       const site = new ErrorCtor();
       return new PromiseCtor((resolve, reject) => {
         const [json, buffers] = encodeArguments(args, label);
-        bridge.hostCall(id, json, buffers, (ok, a, b, code) => {
+        bridge.hostCall(id, json, buffers.length === 0 ? undefined : buffers, (ok, a, b, code) => {
           if (!ok) {
             const error = hostError(a, b as string, code);
             defineProperty(error, "stack", { value: site.stack, writable: true, configurable: true, enumerable: false });

@@ -6,8 +6,9 @@
 // Activations (a run, a plugin load, a plugin call) are opened here by host/sandbox.ts
 // before the request goes out and closed when its answer is back: closing aborts the
 // call context's signal, and answers to calls of a closed activation are dropped.
-import type { MessagePort } from "node:worker_threads";
+import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { inspect } from "node:util";
+import { performance } from "node:perf_hooks";
 import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
 import type { HostFunctionEntry } from "./declaration.js";
 import { HostError } from "./host-error.js";
@@ -16,6 +17,15 @@ import type { HostCallFailure, HostCallMessage, HostCallReply, HostCallsOpenMess
 
 /** Longest error message handed to the guest. */
 const MAX_ERROR_MESSAGE = 16 * 1024;
+/**
+ * After answering a call that followed another one closely, this thread polls for the next
+ * call for up to this long instead of going back to sleep: waking an idle thread costs
+ * more than a call (see CALL_SPIN_MAX_MS in host/pool.ts). A polling session ends after
+ * POLL_SESSION_MAX_MS however many calls it served, so a guest calling in a loop cannot
+ * keep the embedder's event loop from its other work.
+ */
+const POLL_MS = 0.15;
+const POLL_SESSION_MAX_MS = 2;
 
 /** Per sandbox: whether one of its synchronous host functions is running right now. */
 export class SyncCallState {
@@ -99,6 +109,8 @@ export class HostCallServer {
   private calls: MessagePort | null = null;
   private syncReplies: MessagePort | null = null;
   private signal: Int32Array | null = null;
+  private lastAnswerAt = -Infinity;
+  private polling = false;
 
   /** The worker opened its channel (first host call in that worker). */
   attach(message: HostCallsOpenMessage): void {
@@ -149,6 +161,10 @@ export class HostCallServer {
       result = entry.fn.apply(activation.callContext(), args as unknown[]);
     } catch (error) {
       return this.reply(call, { c: call.c, ok: false, e: failureOf(error, entry.label) });
+    }
+    if (typeof (result as { then?: unknown } | null)?.then !== "function") {
+      // Answered at once (no promise to wait for): no detour through the microtask queue.
+      return this.reply(call, this.encodeResult(call.c, result, entry, activation.scope.maxCallBytes));
     }
     Promise.resolve(result).then(
       (value) => {
@@ -201,6 +217,7 @@ export class HostCallServer {
   private reply(call: HostCallMessage, reply: HostCallReply): void {
     if (call.s === 1) return this.replySync(reply);
     this.calls?.postMessage(reply, reply.ok ? reply.b : []);
+    this.answered();
   }
 
   private replySync(reply: HostCallReply): void {
@@ -208,5 +225,27 @@ export class HostCallServer {
     this.syncReplies.postMessage(reply, reply.ok ? reply.b : []);
     Atomics.store(this.signal, 0, 1);
     Atomics.notify(this.signal, 0);
+    this.answered();
+  }
+
+  /** See POLL_MS. */
+  private answered(): void {
+    const now = performance.now();
+    const streak = now - this.lastAnswerAt < 1;
+    this.lastAnswerAt = now;
+    if (!streak || this.polling || !this.calls) return;
+    this.polling = true;
+    try {
+      const sessionEnd = now + POLL_SESSION_MAX_MS;
+      let until = now + POLL_MS;
+      for (let time = now; time < until && time < sessionEnd; time = performance.now()) {
+        const received = receiveMessageOnPort(this.calls);
+        if (!received) continue;
+        this.onCall(received.message as HostCallMessage);
+        until = performance.now() + POLL_MS;
+      }
+    } finally {
+      this.polling = false;
+    }
   }
 }

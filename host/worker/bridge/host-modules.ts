@@ -65,8 +65,21 @@ export function hostModuleSource(realm: Realm, name: string): string | undefined
   );
 }
 
+const functionTables = new WeakMap<Attached, Map<number, { label: string; sync: boolean }>>();
+
 /** The label ("app.store.get") and kind of function `id` in this realm's modules. */
 function findFunction(modules: Attached, id: number): { label: string; sync: boolean } | undefined {
+  let table = functionTables.get(modules);
+  if (!table) functionTables.set(modules, (table = new Map()));
+  let found = table.get(id);
+  if (!found) {
+    found = lookUpFunction(modules, id);
+    if (found) table.set(id, found);
+  }
+  return found;
+}
+
+function lookUpFunction(modules: Attached, id: number): { label: string; sync: boolean } | undefined {
   for (const manifest of [modules.run, modules.base]) {
     if (!manifest) continue;
     for (const name of Object.keys(manifest)) {
@@ -120,13 +133,17 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
     let size = json.length;
     if (size > limits.maxHostCallBytes) throw tooLarge(size);
     const buffers: ArrayBuffer[] = [];
-    if (buffersHandle === undefined || ctx.typeof(buffersHandle) !== "object") throw new BridgeArgumentError("buffers must be an array of ArrayBuffers");
-    const lengthHandle = ctx.getProp(buffersHandle, "length");
-    const count = ctx.typeof(lengthHandle) === "number" ? ctx.getNumber(lengthHandle) : -1;
-    lengthHandle.dispose();
+    const bufferType = buffersHandle === undefined ? "undefined" : ctx.typeof(buffersHandle);
+    if (bufferType !== "undefined" && bufferType !== "object") throw new BridgeArgumentError("buffers must be an array of ArrayBuffers or undefined");
+    let count = 0;
+    if (bufferType === "object") {
+      const lengthHandle = ctx.getProp(buffersHandle!, "length");
+      count = ctx.typeof(lengthHandle) === "number" ? ctx.getNumber(lengthHandle) : -1;
+      lengthHandle.dispose();
+    }
     if (!Number.isInteger(count) || count < 0 || count > 100_000) throw new BridgeArgumentError("buffers must be an array of ArrayBuffers");
     for (let i = 0; i < count; i++) {
-      const handle = ctx.getProp(buffersHandle, i);
+      const handle = ctx.getProp(buffersHandle!, i);
       try {
         let view;
         try {
@@ -195,7 +212,7 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
       return undefined;
     },
 
-    /** Runs a synchronous host function: [true, json, buffers] or [false, name, message, code]. */
+    /** Runs a synchronous host function: its result's JSON text, [true, json, buffers], or [false, name, message, code]. */
     hostCallSync(idHandle, jsonHandle, buffersHandle) {
       const call = prepareCall(idHandle, jsonHandle, buffersHandle, true);
       const { activation } = call;
@@ -206,6 +223,7 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
         realm.guard.stopNow("timeout");
         throw new Error(message);
       }
+      if (outcome.ok && outcome.b.length === 0 && canMoveString(realm.services.engine, outcome.j.length)) return ctx.newString(outcome.j);
       const args = replyArguments(outcome, call.label);
       const out = ctx.newArray();
       args.forEach((handle, i) => {
