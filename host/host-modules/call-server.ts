@@ -8,7 +8,7 @@
 // call context's signal, and answers to calls of a closed activation are dropped.
 import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { inspect } from "node:util";
-import { performance } from "node:perf_hooks";
+import { AdaptivePoll } from "./adaptive-poll.js";
 import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
 import type { HostFunctionEntry } from "./declaration.js";
 import { HostError } from "./host-error.js";
@@ -17,15 +17,7 @@ import type { HostCallFailure, HostCallMessage, HostCallReply, HostCallsOpenMess
 
 /** Longest error message handed to the guest. */
 const MAX_ERROR_MESSAGE = 16 * 1024;
-/**
- * After answering a call that followed another one closely, this thread polls for the next
- * call for up to this long instead of going back to sleep: waking an idle thread costs
- * more than a call (see CALL_SPIN_MAX_MS in host/pool.ts). A polling session ends after
- * POLL_SESSION_MAX_MS however many calls it served, so a guest calling in a loop cannot
- * keep the embedder's event loop from its other work.
- */
-const POLL_MS = 0.15;
-const POLL_SESSION_MAX_MS = 2;
+
 
 /** Per sandbox: whether one of its synchronous host functions is running right now. */
 export class SyncCallState {
@@ -109,8 +101,8 @@ export class HostCallServer {
   private calls: MessagePort | null = null;
   private syncReplies: MessagePort | null = null;
   private signal: Int32Array | null = null;
-  private lastAnswerAt = -Infinity;
-  private polling = false;
+  /** After answering, poll briefly for the guest's next call (see adaptive-poll.ts). */
+  private readonly nextCall = new AdaptivePoll();
 
   /** The worker opened its channel (first host call in that worker). */
   attach(message: HostCallsOpenMessage): void {
@@ -148,6 +140,7 @@ export class HostCallServer {
   }
 
   private onCall(call: HostCallMessage): void {
+    this.nextCall.arrived();
     const activation = this.open.get(call.t);
     const entry = activation?.scope.functions(call.f);
     if (!activation || !entry || entry.sync !== (call.s === 1)) {
@@ -228,24 +221,15 @@ export class HostCallServer {
     this.answered();
   }
 
-  /** See POLL_MS. */
   private answered(): void {
-    const now = performance.now();
-    const streak = now - this.lastAnswerAt < 1;
-    this.lastAnswerAt = now;
-    if (!streak || this.polling || !this.calls) return;
-    this.polling = true;
-    try {
-      const sessionEnd = now + POLL_SESSION_MAX_MS;
-      let until = now + POLL_MS;
-      for (let time = now; time < until && time < sessionEnd; time = performance.now()) {
-        const received = receiveMessageOnPort(this.calls);
-        if (!received) continue;
-        this.onCall(received.message as HostCallMessage);
-        until = performance.now() + POLL_MS;
-      }
-    } finally {
-      this.polling = false;
-    }
+    this.nextCall.sent();
+    const calls = this.calls;
+    if (!calls) return;
+    this.nextCall.poll(() => {
+      const received = receiveMessageOnPort(calls);
+      if (received) this.onCall(received.message as HostCallMessage);
+      return received !== undefined;
+    });
   }
+
 }

@@ -8,13 +8,10 @@
 // costs no CPU, and it is bounded by the caller's wall deadline.
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { performance } from "node:perf_hooks";
+import { AdaptivePoll } from "../../host-modules/adaptive-poll.js";
 import type { HostCallMessage, HostCallReply, HostCallsOpenMessage } from "../../host-modules/manifest.js";
 
 export type SyncOutcome = HostCallReply | "timeout";
-
-/** See pollForReplies (the embedder's side polls the same way: host/host-modules/call-server.ts). */
-const POLL_MS = 0.15;
-const POLL_SESSION_MAX_MS = 2;
 
 export class HostCallChannel {
   private static installed: HostCallChannel | null = null;
@@ -57,33 +54,26 @@ export class HostCallChannel {
   }
 
   private dispatch(reply: HostCallReply): void {
+    this.nextReply.arrived();
     const settle = this.waiting.get(reply.c);
     if (!settle) return; // the call was cancelled (its run ended): a late answer is dropped
     this.waiting.delete(reply.c);
     settle(reply);
   }
 
-  private lastReplyAt = -Infinity;
+  /** After an answer, poll briefly for the next one while calls are in flight (see adaptive-poll.ts). */
+  private readonly nextReply = new AdaptivePoll();
 
-  /**
-   * After an answer, while the guest has calls in flight and answers have been coming
-   * quickly, poll for the next answer for a moment instead of sleeping until the event
-   * loop wakes this thread (which costs more than a call on a busy machine). Bounded per
-   * answer and per session; never used for synchronous calls, which wait in Atomics.wait.
-   */
   private pollForReplies(): void {
-    const now = performance.now();
-    const streak = now - this.lastReplyAt < 1;
-    this.lastReplyAt = now;
-    if (!streak) return;
-    const sessionEnd = now + POLL_SESSION_MAX_MS;
-    let until = now + POLL_MS;
-    for (let time = now; this.waiting.size > 0 && time < until && time < sessionEnd; time = performance.now()) {
-      const received = receiveMessageOnPort(this.calls!);
-      if (!received) continue;
-      this.dispatch(received.message as HostCallReply);
-      until = performance.now() + POLL_MS;
-    }
+    const port = this.calls!;
+    this.nextReply.poll(
+      () => {
+        const received = receiveMessageOnPort(port);
+        if (received) this.dispatch(received.message as HostCallReply);
+        return received !== undefined;
+      },
+      () => this.waiting.size > 0,
+    );
   }
 
   /** Sends an async call; `settle` gets its answer once, unless `forget(id)` came first. */
@@ -93,6 +83,7 @@ export class HostCallChannel {
     this.waiting.set(c, settle);
     const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 0 };
     port.postMessage(call, buffers);
+    this.nextReply.sent();
     return c;
   }
 
