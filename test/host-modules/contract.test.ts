@@ -4,12 +4,9 @@
 // copies under the input/result rules; errors (HostError codes, TypeError/RangeError kept,
 // no host stack); clear errors for bad declarations at createSandbox.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSandbox, HostError, hostSync, runScript, type HostCallContext, type RunResult, type Sandbox } from "scriptbox";
+import { createSandbox, HostError, hostSync, runScript, type HostCallContext, type Sandbox } from "scriptbox";
+import { value } from "./helpers.js";
 
-function value<T>(result: RunResult<T>): T {
-  if (!result.ok) throw new Error(`run failed: ${result.error.kind} ${result.error.name}: ${result.error.message}\n${result.error.stack}`);
-  return result.value;
-}
 
 const contexts: HostCallContext[] = [];
 const kv = new Map<string, unknown>();

@@ -4,16 +4,9 @@
 // is stopped by maxHostCalls or cpuTimeMs; host functions that throw non-Errors or never
 // settle give the guest clean errors; results past maxHostCallBytes are refused.
 import { describe, expect, it } from "vitest";
-import { createSandbox, hostSync, runScript, type RunResult } from "scriptbox";
+import { createSandbox, hostSync, runScript } from "scriptbox";
+import { failure, value } from "./helpers.js";
 
-function value<T>(result: RunResult<T>): T {
-  if (!result.ok) throw new Error(`run failed: ${result.error.kind} ${result.error.name}: ${result.error.message}`);
-  return result.value;
-}
-function failure(result: RunResult) {
-  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result.value)}`);
-  return result.error;
-}
 
 describe("hostile arguments", () => {
   it("__proto__, constructor and prototype keys arrive as inert data; nothing in the host is polluted", async () => {

@@ -3,17 +3,10 @@
 // synchronous calls block only their own worker, count toward wallTimeMs and not
 // cpuTimeMs, and refuse promises and re-entry into their own sandbox.
 import { afterAll, describe, expect, it } from "vitest";
-import { createSandbox, hostSync, Sandbox, type HostCallContext, type RunResult } from "scriptbox";
+import { createSandbox, hostSync, Sandbox, type HostCallContext } from "scriptbox";
+import { failure, value } from "./helpers.js";
 import { WorkerPool } from "../../dist/host/pool.js";
 
-function value<T>(result: RunResult<T>): T {
-  if (!result.ok) throw new Error(`run failed: ${result.error.kind} ${result.error.name}: ${result.error.message}`);
-  return result.value;
-}
-function failure(result: RunResult) {
-  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result.value)}`);
-  return result.error;
-}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 function busyWait(ms: number) {
   const end = performance.now() + ms;
