@@ -133,7 +133,7 @@ export class Sandbox {
     const runModules = this.#hostModules.forRun(options.modules);
     let prepared: PreparedSource;
     try {
-      prepared = await bundleScriptFile(path);
+      prepared = await bundleScriptFile(path, this.#hostModules.names(runModules));
     } catch (error) {
       if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
       throw error;

@@ -33,6 +33,11 @@ export class SandboxHostModules {
     return this.declared === NO_MODULES ? null : this.declared.manifest;
   }
 
+  /** The names scripts may import from the host: the sandbox's modules and the run's. */
+  names(run: DeclaredModules | null): string[] {
+    return [...Object.keys(this.declared.manifest), ...Object.keys(run?.manifest ?? {})];
+  }
+
   /** Validates `sandbox.run(code, { modules })`; numbered after the sandbox's own functions. */
   forRun(modules: unknown): DeclaredModules | null {
     if (modules === undefined) return null;

@@ -3,10 +3,12 @@
 // copied values); async host functions with a call context as `this`; values crossing as
 // copies under the input/result rules; errors (HostError codes, TypeError/RangeError kept,
 // no host stack); clear errors for bad declarations at createSandbox.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandbox, HostError, hostSync, runScript, type HostCallContext, type Sandbox } from "scriptbox";
 import { value } from "./helpers.js";
-
 
 const contexts: HostCallContext[] = [];
 const kv = new Map<string, unknown>();
@@ -94,6 +96,20 @@ describe("importing host modules", () => {
     expect(value(after)).toBe("1.4.2");
     const gone = await sandbox.run(`import { currentUser } from "request"; export default () => currentUser`);
     expect(gone.ok).toBe(false);
+  });
+
+  it("sandbox.runFile bundles a script that imports host modules (theirs and the run's)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "scriptbox-host-modules-"));
+    try {
+      writeFileSync(join(dir, "helper.js"), `import { version } from "app"; export const label = (who) => who + "@" + version;`);
+      writeFileSync(join(dir, "job.js"), `import { label } from "./helper.js"; import { who } from "request"; export default () => label(who);`);
+      expect(value(await sandbox.runFile(join(dir, "job.js"), { modules: { request: { who: "ada" } } }))).toBe("ada@1.4.2");
+      const missing = await sandbox.runFile(join(dir, "job.js"));
+      expect(missing.ok).toBe(false);
+      if (!missing.ok) expect(missing.error.message).toContain('Cannot import "request": scripts can import the builtin modules (http, cloud, runtime, app)');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("runScript takes modules too", async () => {

@@ -220,4 +220,20 @@ describe("isolation between sandboxes", () => {
     await a.dispose();
     await b.dispose();
   });
+
+  it("isolate: true keeps a sandbox's slow synchronous calls in its own worker, away from the shared ones", async () => {
+    const a = await createSandbox({ isolate: true, modules: { app: { block: hostSync(() => (busyWait(800), "blocked")) } } });
+    const b = await createSandbox({});
+    try {
+      const bRun = b.run(`export default () => { const end = Date.now() + 150; let n = 0; while (Date.now() < end) n++; return n > 0 }`);
+      await sleep(20);
+      const [aResult, bResult] = await Promise.all([a.run(`import { block } from "app"; export default () => block()`), bRun]);
+      expect(value(aResult)).toBe("blocked");
+      expect(value(bResult)).toBe(true);
+      expect(bResult.stats.wallTimeMs).toBeLessThan(700);
+    } finally {
+      await a.dispose();
+      await b.dispose();
+    }
+  });
 });
