@@ -57,11 +57,11 @@ export function declareHostModules(modules: unknown, what: string, firstId = 0):
     const module = modules[name];
     if (!isPlainObject(module)) throw new TypeError(`${what}.${name} must be a plain object of functions, objects and values`);
     const values: unknown[] = [];
-    const labels: Record<number, string> = {};
-    const syncIds: number[] = [];
+    const described: Record<number, [string, 0 | 1]> = {};
     const walk = (object: Record<string, unknown>, path: string, ancestors: object[]): Record<string, ShapeNode> => {
       if (ancestors.length >= MAX_DEPTH) throw new TypeError(`${what}: ${path} is nested more than ${MAX_DEPTH} levels deep`);
       if (ancestors.includes(object)) throw new TypeError(`${what}: ${path} refers to itself (a cycle)`);
+      ancestors.push(object);
       const members: Record<string, ShapeNode> = {};
       for (const key of Object.keys(object)) {
         const value = object[key];
@@ -72,24 +72,28 @@ export function declareHostModules(modules: unknown, what: string, firstId = 0):
           const id = firstId + functions.length;
           const sync = isSyncHostFunction(value);
           functions.push({ fn: value as HostFunctionEntry["fn"], sync, label });
-          labels[id] = label;
-          if (sync) syncIds.push(id);
+          described[id] = [label, sync ? 1 : 0];
           node = sync ? { f: id, s: 1 } : { f: id };
         } else if (isPlainObject(value)) {
-          node = { o: walk(value, label, [...ancestors, object]) };
+          node = { o: walk(value, label, ancestors) };
         } else {
           values.push(toCrossable(value, `${what}: ${label}`));
           node = { v: values.length - 1 };
         }
-        // A "__proto__" key is data here: defineProperty never touches the prototype.
-        Object.defineProperty(members, key, { value: node, enumerable: true, writable: true, configurable: true });
+        // A "__proto__" key is data here: assignment would set the prototype.
+        if (key === "__proto__") Object.defineProperty(members, key, { value: node, enumerable: true, writable: true, configurable: true });
+        else members[key] = node;
       }
+      ancestors.pop();
       return members;
     };
     const members = walk(module, name, []);
-    const encoded = encodeForGuest(values);
-    const entry: HostModuleManifest = { members, values: encoded, labels, syncIds };
-    manifest[name] = entry;
+    manifest[name] = {
+      members: JSON.stringify(members),
+      names: Object.keys(members),
+      values: encodeForGuest(values),
+      functions: JSON.stringify(described),
+    } satisfies HostModuleManifest;
   }
   return { manifest, functions };
 }

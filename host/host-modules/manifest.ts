@@ -1,5 +1,6 @@
 // What the embedder's thread tells a worker (and the worker the guest) about the host
 // modules of a sandbox or a run: the shape of each module, never the functions themselves.
+// Mostly JSON text: a string crosses postMessage much faster than the same records.
 // A function is a number, its index in the embedder's own table of the sandbox's host
 // functions (host/host-modules/declaration.ts); the guest can only name such a number, and
 // the embedder looks it up in its own table, never by a path the guest supplied.
@@ -8,14 +9,14 @@
 export type ShapeNode = { f: number; s?: 1 } | { o: Record<string, ShapeNode> } | { v: number };
 
 export interface HostModuleManifest {
-  /** The module's top-level members. */
-  members: Record<string, ShapeNode>;
+  /** JSON text of the module's top-level members (Record<string, ShapeNode>), as the guest reads it. */
+  members: string;
+  /** The names of the top-level members (for the named exports of the generated module). */
+  names: string[];
   /** Copied values of the module, encoded for the guest (host/marshal/crossing-values.ts). */
   values: { json: string; buffers: ArrayBuffer[] };
-  /** "app.store.get" for function `i`, for messages; indexed by function number. */
-  labels: Record<number, string>;
-  /** The numbers of its synchronous functions. */
-  syncIds: number[];
+  /** JSON text of Record<function number, [label ("app.store.get"), 1 when synchronous]>. */
+  functions: string;
 }
 
 export type HostModulesManifest = Record<string, HostModuleManifest>;

@@ -86,7 +86,7 @@ test("the plugins type-check against GuestModule<typeof the host module>, and a 
       "  const p = fetchProfile(1);", // line 3: id is a string
       "  const name: string = (await fetchProfile(\"u1\")).nam;", // line 4: no such field
       "  const joined: Date = (await fetchProfile(\"u1\")).joined;", // line 5: Dates arrive as ISO strings
-      "  const size: string = store.set(\"k\", 1);", // line 6: sync: returns a number, not a promise or string
+      "  const size: Promise<number> = store.set(\"k\", 1);", // line 6: hostSync: the number itself, not a promise
       "  const sent: number = await notify(\"x\");", // line 7: void
       "  app.store.remove(\"k\");", // line 8: not declared by the host
       "  const v: number = app.version;", // line 9: a string

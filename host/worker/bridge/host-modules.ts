@@ -57,7 +57,7 @@ const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 export function hostModuleSource(realm: Realm, name: string): string | undefined {
   const module = findModule(realm, name);
   if (!module) return undefined;
-  const names = Object.keys(module.members).filter((key) => IDENTIFIER.test(key) && !RESERVED.has(key));
+  const names = module.names.filter((key) => IDENTIFIER.test(key) && !RESERVED.has(key));
   return (
     `const m = __scriptbox.import(${JSON.stringify(`host:${name}`)});\n` +
     `export default m;\n` +
@@ -79,12 +79,18 @@ function findFunction(modules: Attached, id: number): { label: string; sync: boo
   return found;
 }
 
+/** Each module's functions, parsed once per manifest. */
+const parsedFunctions = new WeakMap<HostModuleManifest, Record<number, [string, 0 | 1]>>();
+
 function lookUpFunction(modules: Attached, id: number): { label: string; sync: boolean } | undefined {
   for (const manifest of [modules.run, modules.base]) {
     if (!manifest) continue;
     for (const name of Object.keys(manifest)) {
-      const label = manifest[name]!.labels[id];
-      if (label !== undefined) return { label, sync: manifest[name]!.syncIds.includes(id) };
+      const module = manifest[name]!;
+      let functions = parsedFunctions.get(module);
+      if (!functions) parsedFunctions.set(module, (functions = JSON.parse(module.functions) as Record<number, [string, 0 | 1]>));
+      const found = Object.hasOwn(functions, id) ? functions[id] : undefined;
+      if (found) return { label: found[0], sync: found[1] === 1 };
     }
   }
   return undefined;
@@ -174,7 +180,7 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
       const values = moveIn(module.values.json, module.values.buffers.map((buffer) => buffer.slice(0)));
       if (values === null) throw new RangeError(`limit: memoryBytes: no room for the values of host module "${name}"`);
       const out = ctx.newArray();
-      const members = ctx.newString(cText(JSON.stringify(module.members)));
+      const members = ctx.newString(cText(module.members));
       ctx.setProp(out, 0, members);
       ctx.setProp(out, 1, values[0]);
       ctx.setProp(out, 2, values[1]);
