@@ -2,7 +2,7 @@
 import { toCrossable } from "./marshal/crossing-values.js";
 import { resolveSandboxConfig } from "./options.js";
 import { sharedPool, WorkerLostError, type WorkerConnection, type WorkerPool } from "./pool.js";
-import type { ActivationOutcome } from "./protocol.js";
+import type { ActivationOutcome, WorkerRequest } from "./protocol.js";
 import { StackMapper } from "./source-map.js";
 import { bundleScriptFile, prepareSource, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
 import { SandboxDisposedError, ScriptError } from "./errors.js";
@@ -11,6 +11,7 @@ import type { EngineVariantName } from "./engine/wasm-binary.js";
 import { formatBytes } from "./limits.js";
 import { SandboxHostModules } from "./host-modules/sandbox-modules.js";
 import type { DeclaredModules } from "./host-modules/declaration.js";
+import type { ActivationHostCalls } from "./host-modules/manifest.js";
 
 let nextSandboxId = 1;
 let nextPluginId = 1;
@@ -142,14 +143,18 @@ export class Sandbox {
   }
 
   async #runPrepared(prepared: PreparedSource, input: unknown, runModules: DeclaredModules | null): Promise<RunResult> {
-    const calls = this.#hostModules.begin(this.#connection.hostCalls, prepared.filename, runModules);
-    let outcome: ActivationOutcome;
+    const outcome = await this.#activate(prepared.filename, runModules, (hostCalls) => ({ op: "run", sandboxId: this.#id, code: prepared.code, filename: prepared.filename, input, hostCalls }));
+    return this.#toResult(outcome, prepared);
+  }
+
+  /** A run, load or call, with its host-call activation open while it is in flight (host modules). */
+  async #activate(filename: string, runModules: DeclaredModules | null, request: (hostCalls: ActivationHostCalls | undefined) => WorkerRequest): Promise<ActivationOutcome> {
+    const calls = this.#hostModules.begin(this.#connection.hostCalls, filename, runModules);
     try {
-      outcome = await this.#request<ActivationOutcome>({ op: "run", sandboxId: this.#id, code: prepared.code, filename: prepared.filename, input, hostCalls: calls.hostCalls });
+      return await this.#request<ActivationOutcome>(request(calls.hostCalls));
     } finally {
       calls.end();
     }
-    return this.#toResult(outcome, prepared);
   }
 
   /** Loads a plugin module into a realm of its own that stays alive for calls. */
@@ -166,13 +171,7 @@ export class Sandbox {
       throw error;
     }
     const pluginId = nextPluginId++;
-    const calls = this.#hostModules.begin(this.#connection.hostCalls, prepared.filename);
-    let outcome: ActivationOutcome;
-    try {
-      outcome = await this.#request<ActivationOutcome>({ op: "load", sandboxId: this.#id, pluginId, code: prepared.code, filename: prepared.filename, hostCalls: calls.hostCalls });
-    } finally {
-      calls.end();
-    }
+    const outcome = await this.#activate(prepared.filename, null, (hostCalls) => ({ op: "load", sandboxId: this.#id, pluginId, code: prepared.code, filename: prepared.filename, hostCalls }));
     const result = this.#toResult(outcome, prepared);
     if (!result.ok) throw new ScriptError(result.error);
     const plugin = new Plugin(this, pluginId, outcome.exports ?? [], prepared);
@@ -184,13 +183,7 @@ export class Sandbox {
   async callPlugin(plugin: Plugin, pluginId: number, name: string, args: unknown[], prepared: PreparedSource): Promise<RunResult> {
     this.#assertUsable();
     this.#hostModules.syncState.assertNotBlocked("plugin.call");
-    const calls = this.#hostModules.begin(this.#connection.hostCalls, prepared.filename);
-    let outcome: ActivationOutcome;
-    try {
-      outcome = await this.#request<ActivationOutcome>({ op: "call", sandboxId: this.#id, pluginId, name, args, hostCalls: calls.hostCalls });
-    } finally {
-      calls.end();
-    }
+    const outcome = await this.#activate(prepared.filename, null, (hostCalls) => ({ op: "call", sandboxId: this.#id, pluginId, name, args, hostCalls }));
     if (outcome.error?.message.endsWith("the plugin was unloaded")) this.#plugins.delete(plugin);
     return this.#toResult(outcome, prepared);
   }
