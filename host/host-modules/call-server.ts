@@ -12,12 +12,12 @@ import { AdaptivePoll } from "./adaptive-poll.js";
 import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
 import type { HostFunctionEntry } from "./declaration.js";
 import { HostError } from "./host-error.js";
+import { formatBytes } from "../limits.js";
 import type { HostCallContext } from "./types.js";
 import type { HostCallFailure, HostCallMessage, HostCallReply, HostCallsOpenMessage } from "./manifest.js";
 
 /** Longest error message handed to the guest. */
 const MAX_ERROR_MESSAGE = 16 * 1024;
-
 
 /** Per sandbox: whether one of its synchronous host functions is running right now. */
 export class SyncCallState {
@@ -199,7 +199,7 @@ export class HostCallServer {
       const { json, buffers } = encodeForGuest(toCrossable(value, `${entry.label}() result`));
       const size = json.length + buffers.reduce((sum, buffer) => sum + buffer.byteLength, 0);
       if (size > maxBytes) {
-        return { c: callId, ok: false, e: { name: "RangeError", message: `limit: maxHostCallBytes (${maxBytes}) exceeded: the result of ${entry.label} is ${size} bytes` } };
+        return { c: callId, ok: false, e: { name: "RangeError", message: `limit: maxHostCallBytes (${formatBytes(maxBytes)}) exceeded: the result of ${entry.label} is ${size} bytes` } };
       }
       return { c: callId, ok: true, j: json, b: buffers };
     } catch (error) {
@@ -231,5 +231,4 @@ export class HostCallServer {
       return received !== undefined;
     });
   }
-
 }

@@ -176,8 +176,8 @@ describe("hostile host functions", () => {
       { modules: { app: { big: () => "x".repeat(2 * 1024 * 1024), bigSync: hostSync(() => new Uint8Array(3 * 1024 * 1024)) } }, limits: { maxHostCallBytes: 1024 * 1024 } },
     );
     expect(value(result)).toEqual([
-      `RangeError: limit: maxHostCallBytes (1048576) exceeded: the result of app.big is ${2 * 1024 * 1024 + 2} bytes`,
-      `RangeError: limit: maxHostCallBytes (1048576) exceeded: the result of app.bigSync is ${3 * 1024 * 1024 + 22} bytes`,
+      `RangeError: limit: maxHostCallBytes (1 MiB) exceeded: the result of app.big is ${2 * 1024 * 1024 + 2} bytes`,
+      `RangeError: limit: maxHostCallBytes (1 MiB) exceeded: the result of app.bigSync is ${3 * 1024 * 1024 + 22} bytes`,
     ]);
   });
 
