@@ -62,15 +62,16 @@ describe("hostile arguments", () => {
     expect(value(result)).toBe("TypeError: app.take: argument 2 cannot be copied: trap!");
   });
 
-  it("1e6-key objects: refused past maxHostCallBytes with a RangeError, copied when the limit allows", async () => {
+  // Building and copying a 1e6-key object takes seconds of guest CPU: a long timeout on a loaded machine.
+  it("1e6-key objects: refused past maxHostCallBytes with a RangeError, copied when the limit allows", { timeout: 180_000 }, async () => {
     let keys = 0;
     const modules = { app: { take: hostSync((a: Record<string, number>) => (keys = Object.keys(a).length)) } };
     const script = `import { take } from "app";
       export default () => { const big = {}; for (let i = 0; i < 1e6; i++) big["k" + i] = i; try { return take(big) } catch (e) { return e.name + ": " + e.message } }`;
-    const refused = await runScript(script, { modules, limits: { cpuTimeMs: 30_000, memoryBytes: 512 * 1024 * 1024 } });
+    const refused = await runScript(script, { modules, limits: { cpuTimeMs: 120_000, wallTimeMs: 150_000, memoryBytes: 512 * 1024 * 1024 } });
     expect(value(refused)).toMatch(/^RangeError: limit: maxHostCallBytes \(8 MiB\) exceeded: the arguments of app\.take are \d+ bytes or more$/);
     expect(keys).toBe(0);
-    const allowed = await runScript(script, { modules, limits: { cpuTimeMs: 30_000, memoryBytes: 512 * 1024 * 1024, maxHostCallBytes: 64 * 1024 * 1024 } });
+    const allowed = await runScript(script, { modules, limits: { cpuTimeMs: 120_000, wallTimeMs: 150_000, memoryBytes: 512 * 1024 * 1024, maxHostCallBytes: 64 * 1024 * 1024 } });
     expect(value(allowed)).toBe(1e6);
   });
 
