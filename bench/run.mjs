@@ -2,10 +2,10 @@
 // same run, as ratios. A script that reports, never a test that asserts: this machine is
 // noisy, so compare ratios, not absolute times, between runs.
 //
-//   node bench/run.mjs [--quick] [--only sandbox,http,emulator,tenancy] [--markdown]
+//   node bench/run.mjs [--quick] [--only sandbox,host-modules,http,emulator,tenancy,queue] [--markdown]
 //
 // --quick      fewer samples (a smoke run, ~30 s)
-// --only       run some sections only (sandbox, http, queue, emulator)
+// --only       run some sections only (sandbox, host-modules, http, queue, emulator, tenancy)
 // --markdown   also print the figures as rows of the table in docs/performance.md
 //
 // Needs the built package (npm run bench builds first). Re-executes itself with
@@ -38,6 +38,9 @@ const TARGETS = {
   largeBody: ">= 0.8x of undici.fetch",
   tenancyP99: "<= 2x of no hostile",
   tenancySuccess: "100%",
+  asyncHostCall: "<= 40 µs",
+  syncHostCall: "<= 25 µs",
+  moduleCreateCost: "<= 0.3 ms added",
 };
 
 const met = (ok) => (ok ? "met" : "MISSED");
@@ -140,6 +143,35 @@ await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripte
 
   for (const line of table(["figure", "ours", "bare", "ratio", "target", "note"], rows)) out(line);
   out("dispose: \"create + run\" stops the clock when run() resolves; \"+ dispose\" also awaits sandbox.dispose().");
+});
+
+await section("host-modules", "Host modules (issue 9): host function calls from the guest, beside the floors measured in the same run", async () => {
+  const { benchHostModules } = await import("./host-modules.mjs");
+  const r = await benchHostModules({ quick });
+  const pcts = (x) => `p90 ${formatMs(x.p90)}, p99 ${formatMs(x.p99)}, n=${x.n}`;
+  const { trips, echo, bare, flow, create } = r;
+  const asyncOk = trips.async.p50 <= 0.04;
+  const syncOk = trips.sync.p50 <= 0.025;
+  const createOk = create.added <= 0.3;
+  const rows = [
+    [`async round trip (await app.echo(i), ${r.calls} sequential)`, formatMs(trips.async.p50), `${formatMs(echo.p50)} (worker postMessage echo)`, ratio(trips.async.p50, echo.p50), `${TARGETS.asyncHostCall} (${met(asyncOk)})`, pcts(trips.async)],
+    [`sync round trip (hostSync echo, ${r.calls} sequential)`, formatMs(trips.sync.p50), `${formatMs(bare.p50)} (bare newFunction, same thread)`, ratio(trips.sync.p50, bare.p50), `${TARGETS.syncHostCall} (${met(syncOk)})`, pcts(trips.sync)],
+    [
+      `throughput, 8 sandboxes awaiting host calls (${flow.calls} calls)`,
+      formatRate(flow.callsPerSecond, "calls/s"),
+      "",
+      "",
+      "",
+      `embedder thread CPU ${formatMs(flow.embedderCpuPerCallMs)} per call${flow.cpuIsThreadTime ? "" : " (wall clock: no per-thread CPU clock here)"}`,
+    ],
+    ["create + run, 50-function module", formatMs(create.withModule.p50), `${formatMs(create.plain.p50)} (no modules)`, ratio(create.withModule.p50, create.plain.p50), `${TARGETS.moduleCreateCost} (${met(createOk)}: ${formatMs(create.added)})`, `p90 ${formatMs(create.withModule.p90)} vs ${formatMs(create.plain.p90)}, n=${create.plain.n} each, alternating`],
+  ];
+  md("async host call round trip", formatMs(trips.async.p50), `${formatMs(echo.p50)} (worker postMessage echo)`, ratio(trips.async.p50, echo.p50), `${TARGETS.asyncHostCall} (${met(asyncOk)})`);
+  md("sync host call round trip", formatMs(trips.sync.p50), `${formatMs(bare.p50)} (bare newFunction)`, ratio(trips.sync.p50, bare.p50), `${TARGETS.syncHostCall} (${met(syncOk)})`);
+  md("8 sandboxes making async host calls", formatRate(flow.callsPerSecond, "calls/s"), `embedder CPU ${formatMs(flow.embedderCpuPerCallMs)}/call`, "", "");
+  md("create + run with a 50-function module", formatMs(create.withModule.p50), `${formatMs(create.plain.p50)} (no modules)`, ratio(create.withModule.p50, create.plain.p50), `${TARGETS.moduleCreateCost} (${met(createOk)})`);
+  for (const line of table(["figure", "ours", "baseline", "ratio", "target", "note"], rows)) out(line);
+  out("Round trips are the gaps between consecutive arrivals in the host function (one call each), after 500 warm-up calls.");
 });
 
 await section("http", "HTTP (issue 3): guest fetch vs undici.fetch in the host, same server (node:http on 127.0.0.1), same run", async () => {

@@ -25,6 +25,10 @@ export interface Limits {
   maxTimers: number;
   /** Console output kept per run; the rest is dropped behind a truncation marker. */
   maxLogBytes: number;
+  /** Calls of host functions (host modules) per run, plugin load or plugin call. */
+  maxHostCalls: number;
+  /** Size of one host call's arguments, and of its result (JSON text plus bytes). */
+  maxHostCallBytes: number;
 }
 
 const MiB = 1024 * 1024;
@@ -43,6 +47,8 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   maxRequestHeaderBytes: 64 * 1024,
   maxTimers: 1_000,
   maxLogBytes: 1 * MiB,
+  maxHostCalls: 100_000,
+  maxHostCallBytes: 8 * MiB,
 });
 
 /** Bounds of what an embedder may configure (beyond them the engine is not safe or useful). */
@@ -64,6 +70,8 @@ const BOUNDS: Record<keyof Limits, [min: number, max: number]> = {
   maxRequestHeaderBytes: [1024, 16 * MiB],
   maxTimers: [0, 1_000_000],
   maxLogBytes: [0, 256 * MiB],
+  maxHostCalls: [0, 100_000_000],
+  maxHostCallBytes: [1024, 1024 * MiB],
 };
 
 export function resolveLimits(input: unknown): Limits {

@@ -12,9 +12,9 @@ import type { SandboxConfig } from "./protocol.js";
 import type { SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
 
-const KNOWN_OPTIONS = new Set(["limits", "net", "env", "secrets", "cloud", "location", "onLog", "isolate", "engineVariant"]);
+const KNOWN_OPTIONS = new Set(["limits", "net", "env", "secrets", "cloud", "location", "onLog", "isolate", "engineVariant", "modules"]);
 /** Options of one run, load or call (RunOptions); runScript takes them beside the sandbox's. */
-export const RUN_OPTION_KEYS = ["filename", "input", "signal", "queueTimeoutMs"] as const;
+export const RUN_OPTION_KEYS = ["filename", "input", "signal", "queueTimeoutMs", "modules"] as const;
 
 function plainObject(value: unknown, what: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${what} must be an object`);
@@ -22,7 +22,7 @@ function plainObject(value: unknown, what: string): Record<string, unknown> {
 }
 
 /** The own property `key` of `object` (undefined when absent or only inherited). */
-function own(object: Record<string, unknown>, key: string): unknown {
+export function own(object: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(object, key) ? object[key] : undefined;
 }
 
@@ -36,6 +36,8 @@ export interface ResolvedRunOptions {
   input: unknown;
   signal: AbortSignal | null;
   queueTimeoutMs: number | null;
+  /** Host modules this run adds or overrides (validated by host/host-modules/declaration.ts). */
+  modules: unknown;
 }
 
 /**
@@ -44,7 +46,7 @@ export interface ResolvedRunOptions {
  * silently ignored.
  */
 export function resolveRunOptions(options: unknown, what = "run options", allowed: readonly string[] = RUN_OPTION_KEYS): ResolvedRunOptions {
-  if (options === undefined || options === null) return { filename: undefined, input: undefined, signal: null, queueTimeoutMs: null };
+  if (options === undefined || options === null) return { filename: undefined, input: undefined, signal: null, queueTimeoutMs: null, modules: undefined };
   const raw = plainObject(options, what);
   for (const key of Object.keys(raw)) {
     if (!allowed.includes(key)) throw new TypeError(`unknown ${what} key "${key}" (known: ${allowed.join(", ")})`);
@@ -60,6 +62,7 @@ export function resolveRunOptions(options: unknown, what = "run options", allowe
     input: own(raw, "input"),
     signal: (signal as AbortSignal | undefined) ?? null,
     queueTimeoutMs: (queueTimeoutMs as number | undefined) ?? null,
+    modules: own(raw, "modules"),
   };
 }
 

@@ -15,6 +15,7 @@ import type { LogEntry } from "./types.js";
 import { WATCHDOG_BYTES, WATCHDOG_REASON } from "./worker/guard.js";
 import { ActivationSlots, ACTIVATION_SLOTS_BYTES, NO_SLOT } from "./activation-slots.js";
 import { threadClock, type ThreadClock } from "./thread-cpu.js";
+import { HostCallServer } from "./host-modules/call-server.js";
 
 /**
  * How much CPU time past its deadline a guest may spend (in native code that ignores the
@@ -142,6 +143,8 @@ export class WorkerConnection {
   readonly movable = new Set<() => void>();
   sandboxCount = 0;
   lost: WorkerLostError | null = null;
+  /** Runs the host functions this worker's guests call (host modules). */
+  readonly hostCalls = new HostCallServer();
 
   constructor(private readonly pool: WorkerPool, readonly dedicated: boolean, warmPoolSize: number) {
     const watchdog = new SharedArrayBuffer(WATCHDOG_BYTES);
@@ -275,6 +278,7 @@ export class WorkerConnection {
       this.watched = null;
       return;
     }
+    if (message.type === "host-calls") return this.hostCalls.attach(message);
     if (message.type === "disposed") {
       this.disposeListeners.get(message.sandboxId)?.(message.reason);
       return;
@@ -347,6 +351,7 @@ export class WorkerConnection {
     }
     this.callStarts.clear();
     this.clock.close();
+    this.hostCalls.closeAll();
     this.worker.unref();
     this.port.close();
   }

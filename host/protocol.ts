@@ -4,6 +4,7 @@
 import type { Limits } from "./limits.js";
 import type { LogEntry, SandboxError, RunStats, SecretOption, CloudOption } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
+import type { ActivationHostCalls, HostCallsOpenMessage, HostModulesManifest } from "./host-modules/manifest.js";
 
 export interface SandboxConfig {
   limits: Limits;
@@ -14,6 +15,8 @@ export interface SandboxConfig {
   location: string | null;
   streamLogs: boolean;
   variant: EngineVariantName;
+  /** The sandbox's host modules (their shape and values; the functions stay with the embedder). */
+  hostModules?: HostModulesManifest | null;
 }
 
 export type WorkerRequest =
@@ -26,9 +29,9 @@ export type WorkerRequest =
 
 /** Requests that enter guest code. `slot` is the activation's shared slot (host/activation-slots.ts). */
 export type ActivationRequest =
-  | { op: "run"; sandboxId: number; slot: number; code: string; filename: string; input: unknown }
-  | { op: "load"; sandboxId: number; slot: number; pluginId: number; code: string; filename: string }
-  | { op: "call"; sandboxId: number; slot: number; pluginId: number; name: string; args: unknown[] };
+  | { op: "run"; sandboxId: number; slot: number; code: string; filename: string; input: unknown; hostCalls?: ActivationHostCalls }
+  | { op: "load"; sandboxId: number; slot: number; pluginId: number; code: string; filename: string; hostCalls?: ActivationHostCalls }
+  | { op: "call"; sandboxId: number; slot: number; pluginId: number; name: string; args: unknown[]; hostCalls?: ActivationHostCalls };
 
 /** What a run, a load or a call produced, before source mapping. */
 export interface ActivationOutcome {
@@ -53,7 +56,8 @@ export type WorkerMessage =
   | { type: "disposed"; sandboxId: number; reason: string }
   | { type: "ready" }
   /** Sent first: the worker thread's kernel id, so the watchdog can read its CPU time (null off Linux). */
-  | { type: "thread"; threadId: number | null };
+  | { type: "thread"; threadId: number | null }
+  | HostCallsOpenMessage;
 
 export interface WorkerInit {
   /** The channel both ways (a MessagePort, so the embedder can take replies synchronously). */

@@ -8,7 +8,7 @@
 // the sandbox yet, runs again there; otherwise it ends with kind "evicted".
 import { performance } from "node:perf_hooks";
 import { toCrossable } from "./marshal/crossing-values.js";
-import { resolveRunOptions, resolveSandboxConfig, RUN_OPTION_KEYS, type ResolvedRunOptions } from "./options.js";
+import { own, resolveRunOptions, resolveSandboxConfig, RUN_OPTION_KEYS, type ResolvedRunOptions } from "./options.js";
 import { sharedPool, WorkerLostError, type WorkerConnection, type WorkerPool } from "./pool.js";
 import type { ActivationOutcome, ActivationRequest, SandboxConfig } from "./protocol.js";
 import { StackMapper } from "./source-map.js";
@@ -18,6 +18,8 @@ import type { CallOptions, LoadOptions, LogEntry, RunOptions, RunResult, Sandbox
 import type { EngineVariantName } from "./engine/wasm-binary.js";
 import { formatBytes } from "./limits.js";
 import { disposedOutcome, evictedOutcome, hardStoppedOutcome, interruptedOutcome, type Interruption } from "./tenancy-outcomes.js";
+import { SandboxHostModules, type ActivationCalls } from "./host-modules/sandbox-modules.js";
+import type { DeclaredModules } from "./host-modules/declaration.js";
 
 let nextSandboxId = 1;
 let nextPluginId = 1;
@@ -95,10 +97,12 @@ export class Sandbox {
   readonly #lostPlugins = new WeakSet<Plugin>();
   readonly #inFlight = new Set<InFlight>();
   #disposed: string | null = null;
+  readonly #hostModules: SandboxHostModules;
 
-  private constructor(pool: WorkerPool, config: SandboxConfig, isolate: boolean, onLog: ((entry: LogEntry) => void) | null) {
+  private constructor(pool: WorkerPool, id: number, config: SandboxConfig, isolate: boolean, onLog: ((entry: LogEntry) => void) | null, hostModules: SandboxHostModules) {
+    this.#hostModules = hostModules;
     this.#pool = pool;
-    this.#id = nextSandboxId++;
+    this.#id = id;
     this.#config = config;
     this.#isolate = isolate;
     this.#onLog = onLog;
@@ -108,7 +112,10 @@ export class Sandbox {
   /** See createSandbox. */
   static async create(options: SandboxOptions = {}, pool: WorkerPool = sharedPool()): Promise<Sandbox> {
     const config = resolveSandboxConfig(options as SandboxOptions & { engineVariant?: EngineVariantName });
-    const sandbox = new Sandbox(pool, config, options.isolate === true, options.onLog ?? null);
+    const id = nextSandboxId++;
+    const hostModules = SandboxHostModules.declare(own(options as Record<string, unknown>, "modules"), id, config.limits.maxHostCallBytes);
+    if (hostModules.manifest) config.hostModules = hostModules.manifest;
+    const sandbox = new Sandbox(pool, id, config, options.isolate === true, options.onLog ?? null, hostModules);
     // Not awaited: the worker handles messages in order, so the first run is pipelined
     // behind the creation instead of waiting a round trip for it. An isolated sandbox may
     // wait here for a dedicated worker: that wait counts as its first run's queued time.
@@ -159,6 +166,11 @@ export class Sandbox {
     return this.#homeReady;
   }
 
+  /** Unique in this process; host functions see it as `this.sandboxId`. */
+  get id(): number {
+    return this.#id;
+  }
+
   get disposed(): boolean {
     return this.#disposed !== null;
   }
@@ -170,10 +182,12 @@ export class Sandbox {
   /** Runs a script (an ES module; TypeScript when filename ends in .ts) in a fresh realm. */
   async run<T = unknown>(source: string, options: RunOptions | null = {}): Promise<RunResult<T>> {
     this.#assertUsable();
+    this.#hostModules.syncState.assertNotBlocked("sandbox.run");
     if (typeof source !== "string") throw new TypeError("source must be a string");
     const runOptions = resolveRunOptions(options);
     const filename = checkFilename(runOptions.filename);
     const input = toCrossable(runOptions.input, "input");
+    const runModules = this.#hostModules.forRun(runOptions.modules);
     let prepared: PreparedSource;
     try {
       prepared = await prepareSource(source, filename);
@@ -181,7 +195,7 @@ export class Sandbox {
       if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
       throw error;
     }
-    return this.#runPrepared(prepared, input, runOptions) as Promise<RunResult<T>>;
+    return this.#runPrepared(prepared, input, runOptions, runModules) as Promise<RunResult<T>>;
   }
 
   /**
@@ -190,17 +204,19 @@ export class Sandbox {
    */
   async runFile<T = unknown>(path: string, options: Omit<RunOptions, "filename"> | null = {}): Promise<RunResult<T>> {
     this.#assertUsable();
+    this.#hostModules.syncState.assertNotBlocked("sandbox.runFile");
     if (typeof path !== "string") throw new TypeError("path must be a string");
     const runOptions = resolveRunOptions(options, "run options", RUN_OPTION_KEYS.filter((key) => key !== "filename"));
     const input = toCrossable(runOptions.input, "input");
+    const runModules = this.#hostModules.forRun(runOptions.modules);
     let prepared: PreparedSource;
     try {
-      prepared = await bundleScriptFile(path);
+      prepared = await bundleScriptFile(path, this.#hostModules.names(runModules));
     } catch (error) {
       if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
       throw error;
     }
-    return this.#runPrepared(prepared, input, runOptions) as Promise<RunResult<T>>;
+    return this.#runPrepared(prepared, input, runOptions, runModules) as Promise<RunResult<T>>;
   }
 
   /**
@@ -215,12 +231,13 @@ export class Sandbox {
     const filename = checkFilename(prepared.filename);
     const runOptions = resolveRunOptions(options, "run options", RUN_OPTION_KEYS.filter((key) => key !== "filename"));
     const input = toCrossable(runOptions.input, "input");
-    return this.#runPrepared({ code: prepared.code, filename, map: prepared.map }, input, runOptions) as Promise<RunResult<T>>;
+    const runModules = this.#hostModules.forRun(runOptions.modules);
+    return this.#runPrepared({ code: prepared.code, filename, map: prepared.map }, input, runOptions, runModules) as Promise<RunResult<T>>;
   }
 
-  async #runPrepared(prepared: PreparedSource, input: unknown, options: ResolvedRunOptions): Promise<RunResult> {
+  async #runPrepared(prepared: PreparedSource, input: unknown, options: ResolvedRunOptions, runModules: DeclaredModules | null): Promise<RunResult> {
     const started = performance.now();
-    const outcome = await this.#activate({ op: "run", code: prepared.code, filename: prepared.filename, input }, options);
+    const outcome = await this.#activate({ op: "run", code: prepared.code, filename: prepared.filename, input }, options, runModules);
     return this.#toResult(outcome, prepared, started);
   }
 
@@ -231,8 +248,9 @@ export class Sandbox {
    */
   async load(source: string, options: LoadOptions | null = {}): Promise<Plugin> {
     this.#assertUsable();
+    this.#hostModules.syncState.assertNotBlocked("sandbox.load");
     if (typeof source !== "string") throw new TypeError("source must be a string");
-    const loadOptions = resolveRunOptions(options, "load options", RUN_OPTION_KEYS.filter((key) => key !== "input"));
+    const loadOptions = resolveRunOptions(options, "load options", RUN_OPTION_KEYS.filter((key) => key !== "input" && key !== "modules"));
     const filename = checkFilename(loadOptions.filename ?? "plugin.js");
     let prepared: PreparedSource;
     try {
@@ -254,9 +272,10 @@ export class Sandbox {
   /** @internal used by Plugin */
   async callPlugin(plugin: Plugin, pluginId: number, name: string, args: unknown[], prepared: PreparedSource, options: ResolvedRunOptions): Promise<RunResult> {
     this.#assertUsable();
+    this.#hostModules.syncState.assertNotBlocked("plugin.call");
     const started = performance.now();
     if (this.#lostPlugins.has(plugin)) return this.#toResult(evictedOutcome("call", "another sandbox's runaway script made it stop"), prepared, started);
-    const outcome = await this.#activate({ op: "call", pluginId, name, args }, options);
+    const outcome = await this.#activate({ op: "call", pluginId, name, args }, { ...options, filename: prepared.filename });
     if (outcome.error?.message.endsWith("the plugin was unloaded")) this.#plugins.delete(plugin);
     return this.#toResult(outcome, prepared, started);
   }
@@ -297,7 +316,7 @@ export class Sandbox {
    * being lost (the sandbox moves to a fresh one; see the file's header), the sandbox
    * failing on its own.
    */
-  async #activate(body: ActivationBody, options: ResolvedRunOptions): Promise<ActivationOutcome> {
+  async #activate(body: ActivationBody, options: ResolvedRunOptions, runModules: DeclaredModules | null = null): Promise<ActivationOutcome> {
     let interrupted: Interruption | null = null;
     let current: { connection: WorkerConnection; slot: number } | null = null;
     let wake!: () => void;
@@ -321,6 +340,8 @@ export class Sandbox {
     const queueTimer = queueTimeoutMs === null ? null : setTimeout(() => inFlight.interrupt("queue-timeout"), queueTimeoutMs);
     this.#inFlight.add(inFlight);
     if (signal?.aborted) onAbort();
+    const filename = body.op === "call" ? options.filename ?? "plugin.js" : body.filename;
+    let hostCalls: ActivationCalls | null = null;
     let moves = 0;
     try {
       for (let attempt = 0; ; attempt++) {
@@ -329,7 +350,12 @@ export class Sandbox {
         if (home === "interrupted") return interruptedOutcome(interrupted ?? "disposed", queueTimeoutMs, null);
         // A worker found lost before sending: the activation never left, so it had no effects.
         const neverSent = home.connection.lost !== null;
-        const { slot, reply } = home.connection.activate<ActivationOutcome | null>({ ...body, sandboxId: this.#id, slot: -1 } as ActivationRequest);
+        // Host modules: the activation's host-call scope lives on the worker it is sent to,
+        // and closes (aborting its calls' signals, dropping late answers) when it ends there.
+        hostCalls?.end();
+        hostCalls = this.#hostModules.begin(home.connection.hostCalls, filename, runModules);
+        const request = { ...body, sandboxId: this.#id, slot: -1, ...(hostCalls.hostCalls ? { hostCalls: hostCalls.hostCalls } : {}) } as ActivationRequest;
+        const { slot, reply } = home.connection.activate<ActivationOutcome | null>(request);
         current = { connection: home.connection, slot };
         const settled = Promise.allSettled([home.confirmed ? true : home.created, reply]);
         const moved = this.#movableWhileQueued(home, slot, body.op, moves < MAX_MOVES);
@@ -372,6 +398,7 @@ export class Sandbox {
         throw error;
       }
     } finally {
+      hostCalls?.end();
       signal?.removeEventListener("abort", onAbort);
       if (queueTimer) clearTimeout(queueTimer);
       this.#inFlight.delete(inFlight);
@@ -519,7 +546,8 @@ export async function runScript<T = unknown>(source: string, options: (SandboxOp
   const runOptions: Record<string, unknown> = {};
   for (const key of Object.keys(options ?? {})) {
     const value = (options as Record<string, unknown>)[key];
-    if ((RUN_OPTION_KEYS as readonly string[]).includes(key)) runOptions[key] = value;
+    // `modules` are the sandbox's: a one-shot sandbox has only the one run.
+    if (key !== "modules" && (RUN_OPTION_KEYS as readonly string[]).includes(key)) runOptions[key] = value;
     else sandboxOptions[key] = value;
   }
   const sandbox = await createSandbox(sandboxOptions as SandboxOptions);

@@ -59,16 +59,17 @@ function within(root: string, path: string): boolean {
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
 }
 
-/** esbuild plugin: builtins stay imports; relative imports must stay inside `root`; nothing else. */
-function confineTo(root: string): Plugin {
+/** esbuild plugin: builtins (and the sandbox's host modules) stay imports; relative imports must stay inside `root`; nothing else. */
+function confineTo(root: string, hostModules: readonly string[]): Plugin {
   return {
     name: "scriptbox-confine",
     setup(pluginBuild) {
       pluginBuild.onResolve({ filter: /.*/ }, async (args) => {
         if (args.kind === "entry-point" || args.pluginData?.confined) return undefined;
-        if (BUILTIN_MODULES.includes(args.path)) return { path: args.path, external: true };
+        if (BUILTIN_MODULES.includes(args.path) || hostModules.includes(args.path)) return { path: args.path, external: true };
         if (!args.path.startsWith("./") && !args.path.startsWith("../")) {
-          return { errors: [{ text: `Cannot import "${args.path}": scripts can import the builtin modules (${BUILTIN_MODULES.join(", ")}) and their own files by relative path` }] };
+          const modules = [...BUILTIN_MODULES, ...hostModules].join(", ");
+          return { errors: [{ text: `Cannot import "${args.path}": scripts can import the builtin modules (${modules}) and their own files by relative path` }] };
         }
         const resolved = await pluginBuild.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, pluginData: { confined: true } });
         if (resolved.errors.length > 0) return { errors: resolved.errors };
@@ -80,8 +81,12 @@ function confineTo(root: string): Plugin {
   };
 }
 
-/** Bundles a script file and its relative imports (CLI). Source map paths are relative to cwd. */
-export async function bundleScriptFile(path: string): Promise<PreparedSource> {
+/**
+ * Bundles a script file and its relative imports (CLI, sandbox.runFile); `hostModules` are
+ * the names of the sandbox's host modules, which stay imports. Source map paths are
+ * relative to cwd.
+ */
+export async function bundleScriptFile(path: string, hostModules: readonly string[] = []): Promise<PreparedSource> {
   const entry = realpathSync(resolve(path));
   const root = dirname(entry);
   try {
@@ -95,7 +100,7 @@ export async function bundleScriptFile(path: string): Promise<PreparedSource> {
       sourcemap: "external",
       outdir: root,
       absWorkingDir: process.cwd(),
-      plugins: [confineTo(root)],
+      plugins: [confineTo(root, hostModules)],
       logLevel: "silent",
     });
     const code = result.outputFiles.find((file) => file.path.endsWith(".js"))!.text;

@@ -1,5 +1,6 @@
 // Public types of the library API (re-exported by src/index.ts).
 import type { Limits } from "./limits.js";
+import type { HostModules } from "./host-modules/types.js";
 
 export type { Limits };
 
@@ -98,6 +99,12 @@ export interface SandboxOptions {
    * sandbox; at most `maxIsolatedWorkers` (configurePool) at once, later ones wait.
    */
   isolate?: boolean;
+  /**
+   * Host modules scripts and plugins import by name (`import { notify } from "app"`):
+   * functions (async, or synchronous with hostSync), nested plain objects and copied
+   * values. See docs/host-modules.md.
+   */
+  modules?: HostModules;
 }
 
 /** Options of one call into a sandbox (every run, load and call takes them). Unknown keys are errors. */
@@ -117,6 +124,8 @@ export interface RunOptions extends CallOptions {
   filename?: string;
   /** Passed to the script's default-exported function. JSON-like data, Dates and bytes. */
   input?: unknown;
+  /** Host modules added for this run only (a module of the same name replaces the sandbox's). */
+  modules?: HostModules;
 }
 
 export interface LoadOptions extends CallOptions {

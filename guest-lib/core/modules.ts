@@ -85,6 +85,10 @@ const PUBLIC_MODULES: Record<string, string> = { http: "scriptbox:http", cloud: 
 
 /** Serves `import … from "http"`: the host's module loader emits `__scriptbox.import("http")`. */
 export function importPublicModule(name: string): unknown {
+  // "host:app": the embedder's host module "app" (the host's loader serves `import … from "app"` so).
+  if (typeof name === "string" && name.slice(0, 5) === "host:") {
+    return (requireModule("scriptbox:host-modules") as { hostModule(name: string): unknown }).hostModule(name.slice(5));
+  }
   const internal = typeof name === "string" ? PUBLIC_MODULES[name] : undefined;
   if (internal === undefined) throw new TypeErrorCtor(`no builtin module named ${String(name)}`);
   return requireModule(internal);

@@ -20,6 +20,7 @@ import {
   arrayBufferSlice,
   dateGetTime,
   dateToISOString,
+  defineProperty,
   getPrototypeOf,
   isArray,
   isArrayBufferView,
@@ -106,7 +107,10 @@ function encode(value: unknown, path: string, ancestors: unknown[], buffers: Arr
     const keys = objectKeys(object);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
-      out[key] = encode((object as Record<string, unknown>)[key], `${path}.${key}`, ancestors, buffers);
+      const encoded = encode((object as Record<string, unknown>)[key], `${path}.${key}`, ancestors, buffers);
+      // A "__proto__" key is data: assignment would set the prototype and lose it.
+      if (key === "__proto__") defineProperty(out, key, { value: encoded, enumerable: true, writable: true, configurable: true });
+      else out[key] = encoded;
     }
     return MARK in out ? { [MARK]: "object", v: out } : out;
   } finally {

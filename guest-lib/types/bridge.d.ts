@@ -96,6 +96,24 @@ export interface Bridge {
   location(): string | null;
   /** Fills a new ArrayBuffer of `byteLength` (at most 65,536) from the host CSPRNG. */
   randomBytes(byteLength: number): ArrayBuffer;
+
+  /**
+   * Host module `name` (one the embedder declared for this run): [membersJson, valuesJson,
+   * valueBuffers]. Members are { f: number, s?: 1 } (a function), { o: {…} } (an object) or
+   * { v: index } (a value; values decode with the marshal format into an array).
+   */
+  hostModule(name: string): [string, string, ArrayBuffer[]];
+  /**
+   * Calls async host function `id` with arguments encoded by marshal's serialize;
+   * `onSettle(true, json, buffers)` or `onSettle(false, name, message, code)` runs once,
+   * unless the run ends first.
+   */
+  hostCall(id: number, json: string, buffers: ArrayBuffer[] | undefined, onSettle: (ok: boolean, a: string, b: ArrayBuffer[] | string, code?: string | number) => void): void;
+  /**
+   * Calls synchronous host function `id`: the result's JSON text when it has no bytes,
+   * else [true, json, buffers]; or [false, name, message, code] when the function threw.
+   */
+  hostCallSync(id: number, json: string, buffers: ArrayBuffer[] | undefined): string | [true, string, ArrayBuffer[]] | [false, string, string, (string | number)?];
 }
 
 declare const bridge: Bridge;

@@ -40,7 +40,7 @@ export function toCrossable(value: unknown, path: string, ancestors: object[] = 
       return refuse(path, `a ${(object as { constructor?: { name?: string } }).constructor?.name ?? "class"} instance`);
     }
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(object)) out[key] = toCrossable((object as Record<string, unknown>)[key], `${path}.${key}`, ancestors);
+    for (const key of Object.keys(object)) setData(out, key, toCrossable((object as Record<string, unknown>)[key], `${path}.${key}`, ancestors));
     return out;
   } finally {
     ancestors.pop();
@@ -92,8 +92,14 @@ function decode(value: unknown, buffers: Uint8Array[]): unknown {
 /** An object's own properties; its own "$sbx" key (if any) is data, not a marker. */
 function decodeProperties(record: Record<string, unknown>, buffers: Uint8Array[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(record)) out[key] = decode(record[key], buffers);
+  for (const key of Object.keys(record)) setData(out, key, decode(record[key], buffers));
   return out;
+}
+
+/** `out[key] = value`, except that a "__proto__" key stays data (assignment would set the prototype). */
+function setData(out: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  else out[key] = value;
 }
 
 /** Decodes what guest-lib/core/marshal.ts's serialize produced. */

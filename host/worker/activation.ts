@@ -25,6 +25,9 @@ export class Activation implements Budget {
   refTimers = 0;
   readonly fetches = new Map<number, PendingFetch>();
   fetchCount = 0;
+  /** Async host calls in flight (host modules), by call id; and all host calls made. */
+  readonly hostCalls = new Map<number, PendingFetch>();
+  hostCallCount = 0;
   failure: SandboxError | null = null;
   finished = false;
 
@@ -107,7 +110,7 @@ export class Activation implements Budget {
   }
 
   get hasPendingWork(): boolean {
-    return this.refTimers > 0 || this.fetches.size > 0;
+    return this.refTimers > 0 || this.fetches.size > 0 || this.hostCalls.size > 0;
   }
 
   /** Cancels everything still pending (timers, fetches); called once when the activation ends. */
@@ -117,6 +120,8 @@ export class Activation implements Budget {
     this.refTimers = 0;
     for (const pending of this.fetches.values()) pending.abort();
     this.fetches.clear();
+    for (const pending of this.hostCalls.values()) pending.abort();
+    this.hostCalls.clear();
   }
 
   get wallTimeMs(): number {

@@ -44,6 +44,8 @@ export interface Budget {
 
 export class ExecutionGuard {
   private deadline = Infinity;
+  private cpuDeadline = Infinity;
+  private wallDeadline = Infinity;
   private deadlineReason: StopReason = "cpu";
   private depth = 0;
   private entryStart = 0;
@@ -77,6 +79,8 @@ export class ExecutionGuard {
     }
     const start = performance.now();
     const cpuDeadline = start + Math.max(0, budget.cpuRemainingMs());
+    this.cpuDeadline = cpuDeadline;
+    this.wallDeadline = budget.wallDeadline;
     this.deadline = Math.min(cpuDeadline, budget.wallDeadline);
     const reason = cpuDeadline <= budget.wallDeadline ? "cpu" : "timeout";
     this.deadlineReason = reason;
@@ -93,6 +97,29 @@ export class ExecutionGuard {
       this.deadline = Infinity;
       this.budget = null;
       budget.chargeCpu(performance.now() - this.entryStart);
+    }
+  }
+
+  /**
+   * Runs `wait`, a blocking wait inside a bridge call that is not guest execution (a
+   * synchronous host function running on the embedder's thread): it is not charged as
+   * CPU time (the CPU deadline moves by the time waited, the wall deadline stays), and the
+   * watchdog does not watch it (the waiter bounds it by the wall deadline itself).
+   */
+  outsideGuest<T>(wait: () => T): T {
+    if (this.depth === 0) return wait();
+    this.watchdog.exit();
+    const start = performance.now();
+    try {
+      return wait();
+    } finally {
+      const waited = performance.now() - start;
+      this.entryStart += waited;
+      this.cpuDeadline += waited;
+      this.deadline = Math.min(this.cpuDeadline, this.wallDeadline);
+      const reason = this.cpuDeadline <= this.wallDeadline ? "cpu" : "timeout";
+      this.deadlineReason = reason;
+      this.watchdog.enter(performance.timeOrigin + this.deadline, this.sandboxId(), reason);
     }
   }
 

@@ -20,6 +20,7 @@ import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
 import type { LogEntry, SandboxError } from "../types.js";
 import { Activation, type ActivationKind } from "./activation.js";
 import { createBridge } from "./bridge/index.js";
+import { hostModuleSource } from "./bridge/host-modules.js";
 import type { GuestBundle } from "./guest-bundle.js";
 import { ExecutionGuard, type WatchdogSlot } from "./guard.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
@@ -150,7 +151,7 @@ export class Realm {
   }
 
   private loadModuleSource(name: string): string | { error: Error } {
-    const source = this.services.bundle.publicModuleSource(name);
+    const source = this.services.bundle.publicModuleSource(name) ?? hostModuleSource(this, name);
     if (source !== undefined) return source;
     const builtins = this.services.bundle.availablePublicModules.join(", ");
     if (name.startsWith("/") || name.startsWith(".")) {

@@ -12,6 +12,8 @@ import type { WatchdogSlot } from "./guard.js";
 import { Realm, type RealmServices } from "./realm.js";
 import type { ModuleUsage } from "./module-usage.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
+import type { ActivationHostCalls } from "../host-modules/manifest.js";
+import { attachHostModules, renewHostCallToken } from "./bridge/host-modules.js";
 
 export interface SandboxHost {
   /** Modules recent runs in this worker loaded: spare realms load them ahead of time. */
@@ -185,9 +187,10 @@ export class WorkerSandbox implements RealmServices {
     }
   }
 
-  async run(code: string, filename: string, input: unknown, control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
+  async run(code: string, filename: string, input: unknown, control: ActivationControl = NO_CONTROL, hostCalls?: ActivationHostCalls): Promise<ActivationOutcome> {
     const realm = await this.acquireRealm();
     if (!(realm instanceof Realm)) return realm;
+    attachHostModules(realm, this.configuration?.hostModules, hostCalls);
     this.running.add(realm);
     try {
       return await realm.run(code, filename, input, control);
@@ -200,20 +203,22 @@ export class WorkerSandbox implements RealmServices {
     }
   }
 
-  async load(pluginId: number, code: string, filename: string, control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
+  async load(pluginId: number, code: string, filename: string, control: ActivationControl = NO_CONTROL, hostCalls?: ActivationHostCalls): Promise<ActivationOutcome> {
     const realm = await this.acquireRealm();
     if (!(realm instanceof Realm)) return realm;
+    attachHostModules(realm, this.configuration?.hostModules, hostCalls);
     const outcome = await realm.load(code, filename, control);
     if (outcome.ok && realm.alive) this.plugins.set(pluginId, { realm, queue: Promise.resolve(), busy: 0 });
     else this.disposeRealm(realm);
     return outcome;
   }
 
-  call(pluginId: number, name: string, args: unknown[], control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
+  call(pluginId: number, name: string, args: unknown[], control: ActivationControl = NO_CONTROL, hostCalls?: ActivationHostCalls): Promise<ActivationOutcome> {
     const slot = this.plugins.get(pluginId);
     if (!this.alive) return Promise.resolve(failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!));
     if (!slot) return Promise.resolve(failedOutcome("the plugin is not loaded (it was unloaded, or stopped by a limit)"));
     const callNow = async () => {
+      renewHostCallToken(slot.realm, hostCalls);
       const outcome = await slot.realm.call(name, args, control);
       // A limit stopped the plugin mid-flight: its state and job queue are torn, so it is
       // unloaded rather than called again in an unknown state.

@@ -204,11 +204,11 @@ export class WorkerHost {
         return true;
       }
       case "run":
-        return this.activate(request, (sandbox, control) => sandbox.run(request.code, request.filename, request.input, control));
+        return this.activate(request, (sandbox, control) => sandbox.run(request.code, request.filename, request.input, control, request.hostCalls));
       case "load":
-        return this.activate(request, (sandbox, control) => sandbox.load(request.pluginId, request.code, request.filename, control));
+        return this.activate(request, (sandbox, control) => sandbox.load(request.pluginId, request.code, request.filename, control, request.hostCalls));
       case "call":
-        return this.activate(request, (sandbox, control) => sandbox.call(request.pluginId, request.name, request.args, control));
+        return this.activate(request, (sandbox, control) => sandbox.call(request.pluginId, request.name, request.args, control, request.hostCalls));
       case "abort":
         this.aborters.get(request.slot)?.();
         return true;

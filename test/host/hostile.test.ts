@@ -182,13 +182,16 @@ describe("the bridge validates every argument", () => {
     expect(outcome.ok).toBe(true);
     const report = outcome.value as Record<string, string[]>;
     expect(Object.keys(report).sort()).toEqual(
-      ["cloudConfig", "env", "fetch", "fetchAbort", "loadModule", "location", "log", "promiseState", "randomBytes", "secret", "timerStart", "timerStop", "utf8Encode"].sort(),
+      [
+        "cloudConfig", "env", "fetch", "fetchAbort", "loadModule", "location", "log", "promiseState", "randomBytes", "secret", "timerStart", "timerStop", "utf8Encode",
+        "hostModule", "hostCall", "hostCallSync",
+      ].sort(),
     );
     for (const [name, outcomes] of Object.entries(report)) {
       for (const seen of outcomes) expect(seen, `${name}: ${outcomes.join(", ")}`).toMatch(/^(guest TypeError|guest RangeError|returned|rejected|resolved)$/);
     }
     // Functions that take arguments refused the garbage.
-    for (const name of ["log", "timerStart", "timerStop", "loadModule", "randomBytes", "secret", "fetch", "fetchAbort", "utf8Encode"]) {
+    for (const name of ["log", "timerStart", "timerStop", "loadModule", "randomBytes", "secret", "fetch", "fetchAbort", "utf8Encode", "hostModule", "hostCall", "hostCallSync"]) {
       expect(report[name], name).toContain("guest TypeError");
     }
     realm.dispose();

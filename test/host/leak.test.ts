@@ -10,7 +10,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { createSandbox, type RunResult, type Sandbox, type SandboxOptions } from "scriptbox";
+import { createSandbox, HostError, hostSync, type RunResult, type Sandbox, type SandboxOptions } from "scriptbox";
 
 const MiB = 1024 * 1024;
 
@@ -127,8 +127,8 @@ describe("leaks: the DEBUG_SYNC engine survives every kind of activation", () =>
   // The debug build needs ~100 MB of wasm memory for a realm (assertions, leak tracking)
   // and runs an order of magnitude slower; each sandbox gets a worker of its own so that a
   // hard stop cannot touch the shared workers the other tests use.
-  const debugSandbox = (limits: Record<string, number>) =>
-    createSandbox({ engineVariant: "debug", isolate: true, limits: { memoryBytes: 256 * MiB, ...limits } } as SandboxOptions);
+  const debugSandbox = (limits: Record<string, number>, options: SandboxOptions = {}) =>
+    createSandbox({ ...options, engineVariant: "debug", isolate: true, limits: { memoryBytes: 256 * MiB, ...limits } } as SandboxOptions);
 
   /**
    * What the debug engine prints when JS_FreeRuntime finds its books unbalanced ("Memory
@@ -235,6 +235,51 @@ describe("leaks: the DEBUG_SYNC engine survives every kind of activation", () =>
       }
     });
     console.log(`debug-engine leak test: ${checks} health checks in ${((Date.now() - started) / 1000).toFixed(1)} s; engine reports: ${reports.length ? reports.join(" / ") : "none"}`);
+    expect(reports).toEqual([]);
+  }, 90_000);
+
+  it("host modules: answered, failed, refused, flooded, cancelled and late host calls free everything they hold", async () => {
+    const reports = await engineReports(async () => {
+      const app = {
+        echo: async (value: unknown) => value,
+        echoSync: hostSync((value: unknown) => value),
+        fail: async () => {
+          throw new HostError("nope", { code: "E" });
+        },
+        late: async () => {
+          await sleep(400);
+          return "late";
+        },
+        never: () => new Promise(() => undefined),
+      };
+      // The debug build takes seconds to load guest modules: a long wall limit here, a short one below.
+      const sandbox = await debugSandbox({ cpuTimeMs: 20_000, wallTimeMs: 30_000, maxHostCalls: 50 }, { modules: { app } });
+      const short = await debugSandbox({ cpuTimeMs: 20_000, wallTimeMs: 3_000 }, { modules: { app } });
+      try {
+        expectOk(
+          await sandbox.run(`import { echo, echoSync, fail } from "app";
+            export default async () => {
+              const bytes = await echo({ b: new Uint8Array([1, 2]), list: [1, "two", null] });
+              const again = echoSync(bytes);
+              let code; try { await fail() } catch (e) { code = e.code }
+              try { await echo(() => 1) } catch {}
+              return { again, code };
+            }`),
+          "host calls",
+        );
+        await expectHealthy(sandbox, "answered, failed and refused host calls");
+        expectFailure(await sandbox.run(`import { echo } from "app"; export default () => { for (let i = 0; i < 100; i++) echo(i); }`), "limit", /maxHostCalls/);
+        await expectHealthy(sandbox, "a flood of host calls stopped by maxHostCalls");
+        expectFailure(await short.run(`import { late, never } from "app"; export default async () => { late(); await never(); }`), "timeout", /wallTimeMs/);
+        await sleep(500); // the late answer arrives after its run ended
+        await expectHealthy(short, "host calls cancelled by the wall limit, one answered late");
+        const plugin = await sandbox.load(`import { echo } from "app"; export async function call(v) { return echo(v) }`);
+        expect(await plugin.call("call", { x: 1 })).toEqual({ x: 1 });
+      } finally {
+        await sandbox.dispose();
+        await short.dispose();
+      }
+    });
     expect(reports).toEqual([]);
   }, 90_000);
 

@@ -38,6 +38,8 @@ describe("defaults", () => {
       maxRequestHeaderBytes: 64 * 1024,
       maxTimers: 1000,
       maxLogBytes: 1024 * 1024,
+      maxHostCalls: 100_000,
+      maxHostCallBytes: 8 * 1024 * 1024,
     });
   });
 

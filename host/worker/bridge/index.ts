@@ -6,6 +6,7 @@ import type { Realm } from "../realm.js";
 import { consoleFunctions } from "./console.js";
 import { cryptoFunctions } from "./crypto.js";
 import { fetchFunctions } from "./fetch.js";
+import { hostModuleFunctions } from "./host-modules.js";
 import { introspectionFunctions } from "./introspection.js";
 import { moduleFunctions } from "./modules.js";
 import { runtimeFunctions } from "./runtime.js";
@@ -26,6 +27,7 @@ export function createBridge(realm: Realm): QuickJSHandle {
     ...fetchFunctions(realm),
     ...introspectionFunctions(realm),
     ...textFunctions(realm),
+    ...hostModuleFunctions(realm),
   };
   const bridge = ctx.newObject();
   for (const [name, impl] of Object.entries(functions)) {

@@ -1,0 +1,124 @@
+// The embedder's host modules, guest side: builds the object a script gets from
+// `import app from "app"` (functions, nested frozen objects, copied values) out of the
+// shape the host describes (bridge.hostModule), once per realm and module.
+//
+// A host function here is a thin stub: it copies its arguments with the marshal format
+// (the same rules as a run's input and result) and calls the bridge with the function's
+// number. Async functions return a promise settled by the host's answer; synchronous ones
+// (hostSync) return the answer directly (the worker thread waits for the embedder).
+import bridge from "scriptbox:bridge";
+import { require as requireModule } from "scriptbox:core";
+import { ErrorCtor, MapCtor, PromiseCtor, TypeErrorCtor, defineProperty, freeze, isFinite, jsonParse, jsonStringify, objectIs, objectKeys } from "scriptbox:intrinsics";
+import type * as Marshal from "../marshal/index.js";
+
+// Captured when this module loads (the core puts pristine builtins back while it does).
+const RangeErrorCtor = RangeError;
+const marshal = () => requireModule("scriptbox:marshal") as typeof Marshal;
+
+type ShapeNode = { f: number; s?: 1 } | { o: Record<string, ShapeNode> } | { v: number };
+
+const built = new MapCtor<string, unknown>();
+const NO_BUFFERS: ArrayBuffer[] = [];
+
+export function hostModule(name: string): unknown {
+  const cached = built.get(name);
+  if (cached !== undefined) return cached;
+  const [membersJson, valuesJson, buffers] = bridge.hostModule(name);
+  const values = marshal().deserialize(valuesJson, buffers) as unknown[];
+  const module = build(jsonParse(membersJson) as Record<string, ShapeNode>, values, name);
+  built.set(name, module);
+  return module;
+}
+
+function build(members: Record<string, ShapeNode>, values: unknown[], path: string): object {
+  const out: Record<string, unknown> = {};
+  const keys = objectKeys(members);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const node = members[key]!;
+    const label = `${path}.${key}`;
+    const value = "f" in node ? (node.s === 1 ? syncFunction(node.f, key, label) : asyncFunction(node.f, key, label)) : "o" in node ? build(node.o, values, label) : values[node.v];
+    // defineProperty: a member named "__proto__" is a member, not the prototype.
+    defineProperty(out, key, { value, enumerable: true, writable: false, configurable: false });
+  }
+  return freeze(out);
+}
+
+/** Arguments as [json, buffers]; plain primitives skip the marshal module. */
+function encodeArguments(args: unknown[], label: string): [string, ArrayBuffer[]] {
+  let simple = true;
+  for (let i = 0; i < args.length && simple; i++) {
+    const arg = args[i];
+    const type = typeof arg;
+    simple = type === "string" || type === "boolean" || arg === null || (type === "number" && isFinite(arg as number) && !objectIs(arg, -0));
+  }
+  if (simple) return [jsonStringify(args) as string, NO_BUFFERS];
+  const { serialize } = marshal();
+  try {
+    return serialize(args, "\u0000args");
+  } catch (error) {
+    // "\0args[1].x: a function cannot cross…" → "app.store.set: argument 2 (at .x): a function cannot cross…"
+    const message = error instanceof ErrorCtor ? error.message : `${error}`;
+    const match = /^\u0000args\[(\d+)\]([^:]*)/.exec(message);
+    if (match) throw new TypeErrorCtor(`${label}: argument ${+match[1]! + 1}${match[2] ? ` (at ${match[2]})` : ""}${message.slice(match[0].length)}`);
+    // Something else threw (a proxy's trap, a stack overflow): find which argument.
+    let position = 0;
+    for (let i = 0; i < args.length && position === 0; i++) {
+      try {
+        serialize(args[i], "");
+      } catch {
+        position = i + 1;
+      }
+    }
+    throw new TypeErrorCtor(`${label}: ${position ? `argument ${position}` : "an argument"} cannot be copied: ${message}`);
+  }
+}
+
+function decodeResult(json: string, buffers: ArrayBuffer[]): unknown {
+  return buffers.length === 0 && json.length < 64 && json.indexOf("$sbx") === -1 ? jsonParse(json) : marshal().deserialize(json, buffers);
+}
+
+function hostError(name: string, message: string, code: string | number | undefined): Error {
+  const error = new (name === "TypeError" ? TypeErrorCtor : name === "RangeError" ? RangeErrorCtor : ErrorCtor)(message);
+  if (code !== undefined) defineProperty(error, "code", { value: code, writable: true, enumerable: true, configurable: true });
+  return error;
+}
+
+function syncFunction(id: number, name: string, label: string): (...args: unknown[]) => unknown {
+  const stub = {
+    [name](...args: unknown[]): unknown {
+      const [json, buffers] = encodeArguments(args, label);
+      const reply = bridge.hostCallSync(id, json, buffers.length === 0 ? undefined : buffers);
+      // The common answer, a value without bytes, comes as its JSON text alone.
+      if (typeof reply === "string") return decodeResult(reply, NO_BUFFERS);
+      if (reply[0] === true) return decodeResult(reply[1], reply[2]);
+      throw hostError(reply[1], reply[2], reply[3]);
+    },
+  }[name]!;
+  return stub;
+}
+
+function asyncFunction(id: number, name: string, label: string): (...args: unknown[]) => Promise<unknown> {
+  const stub = {
+    [name](...args: unknown[]): Promise<unknown> {
+      // Made here, so that a failure carries the caller's guest stack.
+      const site = new ErrorCtor();
+      return new PromiseCtor((resolve, reject) => {
+        const [json, buffers] = encodeArguments(args, label);
+        bridge.hostCall(id, json, buffers.length === 0 ? undefined : buffers, (ok, a, b, code) => {
+          if (!ok) {
+            const error = hostError(a, b as string, code);
+            defineProperty(error, "stack", { value: site.stack, writable: true, configurable: true, enumerable: false });
+            return reject(error);
+          }
+          try {
+            resolve(decodeResult(a, b as ArrayBuffer[]));
+          } catch (error) {
+            reject(error);
+          }
+        });
+      });
+    },
+  }[name]!;
+  return stub;
+}

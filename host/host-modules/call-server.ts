@@ -1,0 +1,234 @@
+// The embedder's side of host calls, one per worker: takes the calls a worker's guests make,
+// runs the embedder's host functions with their call context, and answers: async calls
+// on the call port, synchronous ones on the sync-reply port followed by a wake-up of the
+// worker thread waiting on the shared signal (see host/worker/host-calls/channel.ts).
+//
+// Activations (a run, a plugin load, a plugin call) are opened here by host/sandbox.ts
+// before the request goes out and closed when its answer is back: closing aborts the
+// call context's signal, and answers to calls of a closed activation are dropped.
+import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
+import { inspect } from "node:util";
+import { AdaptivePoll } from "./adaptive-poll.js";
+import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
+import type { HostFunctionEntry } from "./declaration.js";
+import { HostError } from "./host-error.js";
+import { formatBytes } from "../limits.js";
+import type { HostCallContext } from "./types.js";
+import type { HostCallFailure, HostCallMessage, HostCallReply, HostCallsOpenMessage } from "./manifest.js";
+
+/** Longest error message handed to the guest. */
+const MAX_ERROR_MESSAGE = 16 * 1024;
+
+/** Per sandbox: whether one of its synchronous host functions is running right now. */
+export class SyncCallState {
+  /** Label of the synchronous function running, or null. */
+  running: string | null = null;
+  /** Set when the embedder called into the sandbox from that function. */
+  reentered: string | null = null;
+
+  /** Called by Sandbox.run/load/call: refuses a call into a sandbox blocked on its own synchronous host function. */
+  assertNotBlocked(what: string): void {
+    if (this.running === null) return;
+    this.reentered = what;
+    throw new Error(
+      `${what} was called from inside ${this.running}, a synchronous host function of the same sandbox; the sandbox waits for that function to return, so the call would deadlock (make the function async)`,
+    );
+  }
+}
+
+export interface ActivationScope {
+  functions(id: number): HostFunctionEntry | undefined;
+  readonly sandboxId: number;
+  readonly filename: string;
+  readonly syncState: SyncCallState;
+  readonly maxCallBytes: number;
+}
+
+class OpenActivation {
+  private controller: AbortController | null = null;
+  private context: HostCallContext | null = null;
+  closed = false;
+  constructor(readonly scope: ActivationScope) {}
+
+  callContext(): HostCallContext {
+    if (this.context === null) {
+      this.controller = new AbortController();
+      if (this.closed) this.controller.abort(abortReason());
+      this.context = Object.freeze({ signal: this.controller.signal, sandboxId: this.scope.sandboxId, filename: this.scope.filename });
+    }
+    return this.context;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.controller?.abort(abortReason());
+  }
+}
+
+function abortReason(): Error {
+  const error = new Error("the run that made this host call has ended");
+  error.name = "AbortError";
+  return error;
+}
+
+let nextToken = 1;
+
+function describeThrown(value: unknown): string {
+  try {
+    return inspect(value, { depth: 1, breakLength: Infinity });
+  } catch {
+    return "a value that could not be formatted";
+  }
+}
+
+/** What the guest sees for an error thrown (or a rejection) by host function `label`. */
+export function failureOf(error: unknown, label: string): HostCallFailure {
+  if (!(error instanceof Error)) return { name: "Error", message: `${label} threw ${describeThrown(error)}`.slice(0, MAX_ERROR_MESSAGE) };
+  const name = error instanceof TypeError ? "TypeError" : error instanceof RangeError ? "RangeError" : "Error";
+  let message: string;
+  try {
+    message = String(error.message);
+  } catch {
+    message = "an error whose message could not be read";
+  }
+  const failure: HostCallFailure = { name, message: message.slice(0, MAX_ERROR_MESSAGE) };
+  if (error instanceof HostError && error.code !== undefined) failure.code = error.code;
+  return failure;
+}
+
+export class HostCallServer {
+  private readonly open = new Map<number, OpenActivation>();
+  private calls: MessagePort | null = null;
+  private syncReplies: MessagePort | null = null;
+  private signal: Int32Array | null = null;
+  /** After answering, poll briefly for the guest's next call (see adaptive-poll.ts). */
+  private readonly nextCall = new AdaptivePoll();
+
+  /** The worker opened its channel (first host call in that worker). */
+  attach(message: HostCallsOpenMessage): void {
+    this.calls?.close();
+    this.syncReplies?.close();
+    this.calls = message.calls;
+    this.syncReplies = message.syncReplies;
+    this.signal = new Int32Array(message.signal);
+    // Host calls only happen during a request, which already keeps the process alive.
+    this.calls.unref();
+    this.syncReplies.unref();
+    this.calls.on("message", (call: HostCallMessage) => this.onCall(call));
+  }
+
+  /** Opens an activation; its token goes with the request. */
+  openActivation(scope: ActivationScope): number {
+    const token = nextToken++;
+    this.open.set(token, new OpenActivation(scope));
+    return token;
+  }
+
+  /** The activation's answer is back (or it failed): abort its signal, drop later answers. */
+  closeActivation(token: number): void {
+    const activation = this.open.get(token);
+    if (!activation) return;
+    this.open.delete(token);
+    activation.close();
+  }
+
+  /** The worker is gone: every activation in it has ended. */
+  closeAll(): void {
+    for (const token of [...this.open.keys()]) this.closeActivation(token);
+    this.calls?.close();
+    this.syncReplies?.close();
+  }
+
+  private onCall(call: HostCallMessage): void {
+    this.nextCall.arrived();
+    const activation = this.open.get(call.t);
+    const entry = activation?.scope.functions(call.f);
+    if (!activation || !entry || entry.sync !== (call.s === 1)) {
+      // A call of an activation that has ended (or a function number the guest made up).
+      return this.reply(call, { c: call.c, ok: false, e: { name: "Error", message: "the host call was refused: its run has ended or the function is unknown" } });
+    }
+    if (call.s === 1) return this.runSync(call, activation, entry);
+    let result: unknown;
+    try {
+      const args = decodeFromGuest(call.j, call.b.map((buffer) => new Uint8Array(buffer)));
+      result = entry.fn.apply(activation.callContext(), args as unknown[]);
+    } catch (error) {
+      return this.reply(call, { c: call.c, ok: false, e: failureOf(error, entry.label) });
+    }
+    if (typeof (result as { then?: unknown } | null)?.then !== "function") {
+      // Answered at once (no promise to wait for): no detour through the microtask queue.
+      return this.reply(call, this.encodeResult(call.c, result, entry, activation.scope.maxCallBytes));
+    }
+    Promise.resolve(result).then(
+      (value) => {
+        if (!activation.closed) this.reply(call, this.encodeResult(call.c, value, entry, activation.scope.maxCallBytes));
+      },
+      (error: unknown) => {
+        if (!activation.closed) this.reply(call, { c: call.c, ok: false, e: failureOf(error, entry.label) });
+      },
+    );
+  }
+
+  private runSync(call: HostCallMessage, activation: OpenActivation, entry: HostFunctionEntry): void {
+    const state = activation.scope.syncState;
+    let reply: HostCallReply;
+    const outer = state.running;
+    state.running = entry.label;
+    state.reentered = null;
+    try {
+      const args = decodeFromGuest(call.j, call.b.map((buffer) => new Uint8Array(buffer)));
+      const result = entry.fn.apply(activation.callContext(), args as unknown[]);
+      if (state.reentered !== null) {
+        reply = { c: call.c, ok: false, e: { name: "Error", message: `${entry.label} called ${state.reentered} on its own sandbox from a synchronous host function, which would deadlock` } };
+      } else if (typeof (result as { then?: unknown } | null)?.then === "function") {
+        (result as Promise<unknown>).then(undefined, () => undefined); // ours to drop: it has no one to report to
+        reply = { c: call.c, ok: false, e: { name: "TypeError", message: `${entry.label} is a synchronous host function (hostSync) but returned a promise; make it return its value, or declare it without hostSync` } };
+      } else {
+        reply = this.encodeResult(call.c, result, entry, activation.scope.maxCallBytes);
+      }
+    } catch (error) {
+      reply = { c: call.c, ok: false, e: failureOf(error, entry.label) };
+    } finally {
+      state.running = outer;
+    }
+    this.replySync(reply);
+  }
+
+  private encodeResult(callId: number, value: unknown, entry: HostFunctionEntry, maxBytes: number): HostCallReply {
+    try {
+      const { json, buffers } = encodeForGuest(toCrossable(value, `${entry.label}() result`));
+      const size = json.length + buffers.reduce((sum, buffer) => sum + buffer.byteLength, 0);
+      if (size > maxBytes) {
+        return { c: callId, ok: false, e: { name: "RangeError", message: `limit: maxHostCallBytes (${formatBytes(maxBytes)}) exceeded: the result of ${entry.label} is ${size} bytes` } };
+      }
+      return { c: callId, ok: true, j: json, b: buffers };
+    } catch (error) {
+      return { c: callId, ok: false, e: failureOf(error, entry.label) };
+    }
+  }
+
+  private reply(call: HostCallMessage, reply: HostCallReply): void {
+    if (call.s === 1) return this.replySync(reply);
+    this.calls?.postMessage(reply, reply.ok ? reply.b : []);
+    this.answered();
+  }
+
+  private replySync(reply: HostCallReply): void {
+    if (!this.syncReplies || !this.signal) return;
+    this.syncReplies.postMessage(reply, reply.ok ? reply.b : []);
+    Atomics.store(this.signal, 0, 1);
+    Atomics.notify(this.signal, 0);
+    this.answered();
+  }
+
+  private answered(): void {
+    this.nextCall.sent();
+    const calls = this.calls;
+    if (!calls) return;
+    this.nextCall.poll(() => {
+      const received = receiveMessageOnPort(calls);
+      if (received) this.onCall(received.message as HostCallMessage);
+      return received !== undefined;
+    });
+  }
+}

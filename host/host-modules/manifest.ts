@@ -1,0 +1,66 @@
+// What the embedder's thread tells a worker (and the worker the guest) about the host
+// modules of a sandbox or a run: the shape of each module, never the functions themselves.
+// Mostly JSON text: a string crosses postMessage much faster than the same records.
+// A function is a number, its index in the embedder's own table of the sandbox's host
+// functions (host/host-modules/declaration.ts); the guest can only name such a number, and
+// the embedder looks it up in its own table, never by a path the guest supplied.
+
+/** One member of a host module: a function (by index, `s` when synchronous), a nested object, or a copied value (by index into `values`). */
+export type ShapeNode = { f: number; s?: 1 } | { o: Record<string, ShapeNode> } | { v: number };
+
+export interface HostModuleManifest {
+  /** JSON text of the module's top-level members (Record<string, ShapeNode>), as the guest reads it. */
+  members: string;
+  /** The names of the top-level members (for the named exports of the generated module). */
+  names: string[];
+  /** Copied values of the module, encoded for the guest (host/marshal/crossing-values.ts). */
+  values: { json: string; buffers: ArrayBuffer[] };
+  /** JSON text of Record<function number, [label ("app.store.get"), 1 when synchronous]>. */
+  functions: string;
+}
+
+export type HostModulesManifest = Record<string, HostModuleManifest>;
+
+/** Sent with a run, a plugin load or a plugin call that has host modules. */
+export interface ActivationHostCalls {
+  /** Names the activation in host calls (the embedder's key to its functions and call context). */
+  token: number;
+  /** Modules added or replaced for this run only (sandbox.run(code, { modules })). */
+  modules: HostModulesManifest | null;
+}
+
+/** The worker opens its host-call channel with this message on its main port, once. */
+export interface HostCallsOpenMessage {
+  type: "host-calls";
+  /** Host calls from the worker; async replies back. */
+  calls: import("node:worker_threads").MessagePort;
+  /** Replies to synchronous calls (the worker reads them with receiveMessageOnPort). */
+  syncReplies: import("node:worker_threads").MessagePort;
+  /** Int32 [0]: set to 1 and notified when a synchronous reply has been posted. */
+  signal: SharedArrayBuffer;
+}
+
+/** A host call, worker → embedder. */
+export interface HostCallMessage {
+  /** Activation token. */
+  t: number;
+  /** Call id (worker-unique). */
+  c: number;
+  /** Function number. */
+  f: number;
+  /** Arguments: JSON text and buffers of the crossing format (an array). */
+  j: string;
+  b: ArrayBuffer[];
+  /** 1 for a synchronous call. */
+  s: 0 | 1;
+}
+
+/** What a host function threw, as the guest will see it. */
+export interface HostCallFailure {
+  name: "Error" | "TypeError" | "RangeError";
+  message: string;
+  code?: string | number;
+}
+
+/** A host call's answer, embedder → worker. */
+export type HostCallReply = { c: number; ok: true; j: string; b: ArrayBuffer[] } | { c: number; ok: false; e: HostCallFailure };

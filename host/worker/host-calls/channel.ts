@@ -1,0 +1,115 @@
+// The worker's side of host calls: one channel per worker thread, opened at the first host
+// call (a worker whose guests never call the host pays nothing).
+//
+// Async calls go out on the call port and their answers come back on it as messages.
+// A synchronous call goes out the same way; then the worker thread sleeps in Atomics.wait
+// on a shared Int32 until the embedder has posted the answer on the sync-reply port and
+// notified it, and takes the answer with receiveMessageOnPort. No spinning: the wait
+// costs no CPU, and it is bounded by the caller's wall deadline.
+import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
+import { performance } from "node:perf_hooks";
+import { AdaptivePoll } from "../../host-modules/adaptive-poll.js";
+import type { HostCallMessage, HostCallReply, HostCallsOpenMessage } from "../../host-modules/manifest.js";
+
+export type SyncOutcome = HostCallReply | "timeout";
+
+export class HostCallChannel {
+  private static installed: HostCallChannel | null = null;
+
+  /** Called once by the worker's entry with the worker's main port. */
+  static install(mainPort: MessagePort): void {
+    HostCallChannel.installed = new HostCallChannel(mainPort);
+  }
+
+  /** The worker's channel; null outside a worker thread started by the pool (direct realm tests). */
+  static current(): HostCallChannel | null {
+    return HostCallChannel.installed;
+  }
+
+  private calls: MessagePort | null = null;
+  private syncReplies: MessagePort | null = null;
+  private signal: Int32Array | null = null;
+  private nextCallId = 1;
+  private readonly waiting = new Map<number, (reply: HostCallReply) => void>();
+
+  private constructor(private readonly mainPort: MessagePort) {}
+
+  private openOnce(): MessagePort {
+    if (this.calls) return this.calls;
+    const calls = new MessageChannel();
+    const syncReplies = new MessageChannel();
+    const signal = new SharedArrayBuffer(4);
+    this.calls = calls.port1;
+    this.syncReplies = syncReplies.port1;
+    this.signal = new Int32Array(signal);
+    this.calls.on("message", (reply: HostCallReply) => {
+      this.dispatch(reply);
+      this.pollForReplies();
+    });
+    // Pending calls belong to a request, which keeps the worker busy anyway.
+    this.calls.unref();
+    const open: HostCallsOpenMessage = { type: "host-calls", calls: calls.port2, syncReplies: syncReplies.port2, signal };
+    this.mainPort.postMessage(open, [calls.port2, syncReplies.port2]);
+    return this.calls;
+  }
+
+  private dispatch(reply: HostCallReply): void {
+    this.nextReply.arrived();
+    const settle = this.waiting.get(reply.c);
+    if (!settle) return; // the call was cancelled (its run ended): a late answer is dropped
+    this.waiting.delete(reply.c);
+    settle(reply);
+  }
+
+  /** After an answer, poll briefly for the next one while calls are in flight (see adaptive-poll.ts). */
+  private readonly nextReply = new AdaptivePoll();
+
+  private pollForReplies(): void {
+    const port = this.calls!;
+    this.nextReply.poll(
+      () => {
+        const received = receiveMessageOnPort(port);
+        if (received) this.dispatch(received.message as HostCallReply);
+        return received !== undefined;
+      },
+      () => this.waiting.size > 0,
+    );
+  }
+
+  /** Sends an async call; `settle` gets its answer once, unless `forget(id)` came first. */
+  callAsync(token: number, fn: number, json: string, buffers: ArrayBuffer[], settle: (reply: HostCallReply) => void): number {
+    const port = this.openOnce();
+    const c = this.nextCallId++;
+    this.waiting.set(c, settle);
+    const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 0 };
+    port.postMessage(call, buffers);
+    this.nextReply.sent();
+    return c;
+  }
+
+  forget(callId: number): void {
+    this.waiting.delete(callId);
+  }
+
+  /** Sends a synchronous call and blocks this thread until its answer, or until `deadline` (performance.now() clock). */
+  callSync(token: number, fn: number, json: string, buffers: ArrayBuffer[], deadline: number): SyncOutcome {
+    const port = this.openOnce();
+    const signal = this.signal!;
+    const c = this.nextCallId++;
+    Atomics.store(signal, 0, 0);
+    const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 1 };
+    port.postMessage(call, buffers);
+    for (;;) {
+      const received = receiveMessageOnPort(this.syncReplies!);
+      if (received) {
+        const reply = received.message as HostCallReply;
+        if (reply.c === c) return reply;
+        continue; // the answer to an earlier call that timed out: dropped
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) return "timeout";
+      Atomics.wait(signal, 0, 0, left);
+      Atomics.store(signal, 0, 0);
+    }
+  }
+}

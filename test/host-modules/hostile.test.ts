@@ -1,0 +1,200 @@
+// Issue 9 §5: host modules against hostile guests. Arguments crafted to pollute
+// prototypes stay inert data; getters on guest data never run in the host; huge and deep
+// arguments are refused or copied without harm; a guest calling a host function in a loop
+// is stopped by maxHostCalls or cpuTimeMs; host functions that throw non-Errors or never
+// settle give the guest clean errors; results past maxHostCallBytes are refused.
+import { describe, expect, it } from "vitest";
+import { createSandbox, hostSync, runScript } from "scriptbox";
+import { failure, value } from "./helpers.js";
+
+
+describe("hostile arguments", () => {
+  it("__proto__, constructor and prototype keys arrive as inert data; nothing in the host is polluted", async () => {
+    const received: unknown[] = [];
+    const result = await runScript(
+      `import { take, takeSync } from "app";
+       export default async () => {
+         const crafted = JSON.parse('{"__proto__": {"polluted": "yes"}, "constructor": {"prototype": {"polluted": "yes"}}, "nested": {"__proto__": {"isAdmin": true}}}');
+         await take(crafted);
+         takeSync([crafted], { prototype: { polluted: "yes" } });
+         return "sent";
+       }`,
+      {
+        modules: {
+          app: {
+            take: (arg: unknown) => void received.push(arg),
+            takeSync: hostSync((...args: unknown[]) => void received.push(...args)),
+          },
+        },
+      },
+    );
+    expect(value(result)).toBe("sent");
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect((Object.prototype as Record<string, unknown>).isAdmin).toBeUndefined();
+    const first = received[0] as Record<string, unknown>;
+    expect(Object.getPrototypeOf(first)).toBe(Object.prototype);
+    expect(Object.keys(first)).toEqual(["__proto__", "constructor", "nested"]);
+    expect(Object.getOwnPropertyDescriptor(first, "__proto__")?.value).toEqual({ polluted: "yes" });
+    expect(first.polluted).toBeUndefined();
+    const nested = first.nested as Record<string, unknown>;
+    expect(Object.getPrototypeOf(nested)).toBe(Object.prototype);
+    expect(nested.isAdmin).toBeUndefined();
+    expect(((received[1] as unknown[])[0] as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it("getters on guest data run in the guest (once, while copying), never in the host: the host gets plain data", async () => {
+    let arg: Record<string, unknown> | undefined;
+    const result = await runScript(
+      `import { take } from "app";
+       export default async () => { let reads = 0; await take({ get secret() { reads++; return "value" } }); return reads }`,
+      { modules: { app: { take: (a: Record<string, unknown>) => void (arg = a) } } },
+    );
+    expect(value(result)).toBe(1);
+    expect(Object.getOwnPropertyDescriptor(arg!, "secret")).toEqual({ value: "value", writable: true, enumerable: true, configurable: true });
+  });
+
+  it("a proxy whose traps throw is a TypeError naming the function and the argument", async () => {
+    const result = await runScript(
+      `import { take } from "app";
+       export default async () => { try { await take(1, new Proxy({}, { ownKeys() { throw new Error("trap!") } })) } catch (e) { return e.name + ": " + e.message } }`,
+      { modules: { app: { take: () => 1 } } },
+    );
+    expect(value(result)).toBe("TypeError: app.take: argument 2 cannot be copied: trap!");
+  });
+
+  // Building and copying a 1e6-key object takes seconds of guest CPU: a long timeout on a loaded machine.
+  it("1e6-key objects: refused past maxHostCallBytes with a RangeError, copied when the limit allows", { timeout: 180_000 }, async () => {
+    let keys = 0;
+    const modules = { app: { take: hostSync((a: Record<string, number>) => (keys = Object.keys(a).length)) } };
+    const script = `import { take } from "app";
+      export default () => { const big = {}; for (let i = 0; i < 1e6; i++) big["k" + i] = i; try { return take(big) } catch (e) { return e.name + ": " + e.message } }`;
+    const refused = await runScript(script, { modules, limits: { cpuTimeMs: 120_000, wallTimeMs: 150_000, memoryBytes: 512 * 1024 * 1024 } });
+    expect(value(refused)).toMatch(/^RangeError: limit: maxHostCallBytes \(8 MiB\) exceeded: the arguments of app\.take are \d+ bytes or more$/);
+    expect(keys).toBe(0);
+    const allowed = await runScript(script, { modules, limits: { cpuTimeMs: 120_000, wallTimeMs: 150_000, memoryBytes: 512 * 1024 * 1024, maxHostCallBytes: 64 * 1024 * 1024 } });
+    expect(value(allowed)).toBe(1e6);
+  });
+
+  it("deeply nested arguments give a guest error or cross, and the sandbox keeps serving", async () => {
+    const sandbox = await createSandbox({ modules: { app: { echo: async (a: unknown) => a, depth: hostSync((a: unknown) => { let d = 0; while (Array.isArray(a)) { a = a[0]; d++ } return d }) } } });
+    try {
+      const result = await sandbox.run(`import { echo, depth } from "app";
+        export default async () => {
+          const out = [];
+          for (const levels of [100, 100000]) {
+            let deep = []; for (let i = 0; i < levels; i++) deep = [deep];
+            try { out.push(depth(deep)) } catch (e) { out.push(e.name) }
+            try { await echo(deep); out.push("echoed") } catch (e) { out.push(e.name) }
+          }
+          return out;
+        }`);
+      const out = value(result) as unknown[];
+      expect(out.slice(0, 2)).toEqual([101, "echoed"]);
+      for (const item of out.slice(2)) expect(item).toMatch(/^(TypeError|RangeError|echoed)$|^100001$/);
+      expect(value(await sandbox.run(`import { depth } from "app"; export default () => depth([[1]])`))).toBe(2);
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+});
+
+describe("call floods", () => {
+  const modules = { app: { tick: hostSync((i: number) => i), ping: async (i: number) => i } };
+
+  it("a guest calling a host function 1e6 times is stopped by maxHostCalls, even when it catches", async () => {
+    const result = await runScript(
+      `import { tick } from "app"; export default () => { for (let i = 0; i < 1e6; i++) { try { tick(i) } catch {} } return "finished" }`,
+      { modules, limits: { maxHostCalls: 2_000, cpuTimeMs: 60_000, wallTimeMs: 60_000 } },
+    );
+    expect(failure(result)).toMatchObject({ kind: "limit", message: "limit: maxHostCalls (2000) exceeded: app.tick was called once too often in this run" });
+  });
+
+  it("a flood of async calls without await is stopped by maxHostCalls too", async () => {
+    let calls = 0;
+    const result = await runScript(`import { ping } from "app"; export default () => { for (let i = 0; i < 1e6; i++) ping(i).catch(() => {}); return "finished" }`, {
+      modules: { app: { ping: async () => void calls++ } },
+      limits: { maxHostCalls: 5_000, cpuTimeMs: 60_000 },
+    });
+    expect(failure(result)).toMatchObject({ kind: "limit", message: expect.stringContaining("maxHostCalls (5000)") });
+    expect(calls).toBeLessThanOrEqual(5_000);
+  });
+
+  it("with a high call cap, cpuTimeMs stops a 1e6-call loop", async () => {
+    const result = await runScript(`import { tick } from "app"; export default () => { for (let i = 0; i < 1e6; i++) tick(i); return "finished" }`, {
+      modules,
+      limits: { maxHostCalls: 10_000_000, cpuTimeMs: 200, wallTimeMs: 120_000 },
+    });
+    expect(failure(result)).toMatchObject({ kind: "cpu", message: "cpuTimeMs limit (200 ms) exceeded" });
+  });
+});
+
+describe("hostile host functions", () => {
+  it("throwing a non-Error gives the guest an Error that says what was thrown", async () => {
+    const thrown: unknown[] = ["boom", 42, null, undefined, { code: 1 }, Symbol("s")];
+    const result = await runScript(
+      `import { throwIt, throwItSync } from "app";
+       export default async () => {
+         const out = [];
+         for (let i = 0; i < ${thrown.length}; i++) {
+           try { await throwIt(i) } catch (e) { out.push(e instanceof Error ? e.message : "not an Error") }
+           try { throwItSync(i) } catch (e) { out.push(e instanceof Error ? e.message : "not an Error") }
+         }
+         return out;
+       }`,
+      {
+        modules: {
+          app: {
+            throwIt: async (i: number) => {
+              throw thrown[i];
+            },
+            throwItSync: hostSync((i: number) => {
+              throw thrown[i];
+            }),
+          },
+        },
+      },
+    );
+    expect(value(result)).toEqual([
+      "app.throwIt threw 'boom'",
+      "app.throwItSync threw 'boom'",
+      "app.throwIt threw 42",
+      "app.throwItSync threw 42",
+      "app.throwIt threw null",
+      "app.throwItSync threw null",
+      "app.throwIt threw undefined",
+      "app.throwItSync threw undefined",
+      "app.throwIt threw { code: 1 }",
+      "app.throwItSync threw { code: 1 }",
+      "app.throwIt threw Symbol(s)",
+      "app.throwItSync threw Symbol(s)",
+    ]);
+  });
+
+  it("a result larger than maxHostCallBytes is a RangeError in the guest", async () => {
+    const result = await runScript(
+      `import { big, bigSync } from "app";
+       export default async () => { const out = []; try { await big() } catch (e) { out.push(e.name + ": " + e.message) } try { bigSync() } catch (e) { out.push(e.name + ": " + e.message) } return out }`,
+      { modules: { app: { big: () => "x".repeat(2 * 1024 * 1024), bigSync: hostSync(() => new Uint8Array(3 * 1024 * 1024)) } }, limits: { maxHostCallBytes: 1024 * 1024 } },
+    );
+    expect(value(result)).toEqual([
+      `RangeError: limit: maxHostCallBytes (1 MiB) exceeded: the result of app.big is ${2 * 1024 * 1024 + 2} bytes`,
+      `RangeError: limit: maxHostCallBytes (1 MiB) exceeded: the result of app.bigSync is ${3 * 1024 * 1024 + 22} bytes`,
+    ]);
+  });
+
+  it("the guest cannot change the module object or reach other host functions through it", async () => {
+    const result = await runScript(
+      `import app from "app";
+       export default () => {
+         const out = [];
+         try { app.notify = () => "replaced"; out.push("assigned") } catch (e) { out.push(e.name) }
+         try { app.store.get = null; out.push("assigned") } catch (e) { out.push(e.name) }
+         try { Object.defineProperty(app, "extra", { value: 1 }); out.push("defined") } catch (e) { out.push(e.name) }
+         out.push(Object.getOwnPropertyNames(app.notify).sort().join(","));
+         return out;
+       }`,
+      { modules: { app: { notify: () => 1, store: { get: hostSync(() => 1) } } } },
+    );
+    expect(value(result)).toEqual(["TypeError", "TypeError", "TypeError", "length,name"]);
+  });
+});

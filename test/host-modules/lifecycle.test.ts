@@ -1,0 +1,239 @@
+// Issue 9 §2, §3, §5: how host calls live and end. Async calls are pending work of the run
+// (many at once; wallTimeMs ends them and aborts their signals; late answers are dropped);
+// synchronous calls block only their own worker, count toward wallTimeMs and not
+// cpuTimeMs, and refuse promises and re-entry into their own sandbox.
+import { afterAll, describe, expect, it } from "vitest";
+import { createSandbox, hostSync, Sandbox, type HostCallContext } from "scriptbox";
+import { failure, value } from "./helpers.js";
+import { WorkerPool } from "../../dist/host/pool.js";
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+function busyWait(ms: number) {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+}
+
+const pools: WorkerPool[] = [];
+afterAll(async () => {
+  for (const pool of pools) await pool.shutdown();
+});
+
+describe("async host calls as pending work", () => {
+  it("many calls may be pending at once; the run waits for all of them", async () => {
+    let inFlight = 0;
+    let most = 0;
+    // Every call waits until all 500 are in flight at once (or 10 s pass, failing below).
+    let releaseAll: () => void = () => undefined;
+    const allInFlight = new Promise<void>((resolve) => (releaseAll = resolve));
+    const sandbox = await createSandbox({
+      modules: {
+        app: {
+          async slowDouble(n: number) {
+            inFlight++;
+            most = Math.max(most, inFlight);
+            if (inFlight === 500) releaseAll();
+            await Promise.race([allInFlight, sleep(10_000)]);
+            inFlight--;
+            return n * 2;
+          },
+        },
+      },
+    });
+    try {
+      const result = await sandbox.run(`import { slowDouble } from "app";
+        export default async () => (await Promise.all(Array.from({ length: 500 }, (_, i) => slowDouble(i)))).reduce((a, b) => a + b, 0)`);
+      expect(value(result)).toBe(2 * ((499 * 500) / 2));
+      expect(most).toBe(500);
+      // A call the script does not await still belongs to the run: the run waits for it.
+      const log: string[] = [];
+      const fire = await sandbox.run(`import { slowDouble } from "app"; slowDouble(1).then((v) => console.log("settled " + v)); export default () => "returned"`);
+      log.push(...fire.logs.map((entry) => entry.message));
+      expect(value(fire)).toBe("returned");
+      expect(log).toEqual(["settled 2"]);
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it("wallTimeMs ends pending calls: each call's signal aborts, and late answers are dropped without error", async () => {
+    const signals: AbortSignal[] = [];
+    let lateAnswers = 0;
+    const sandbox = await createSandbox({
+      limits: { wallTimeMs: 300 },
+      modules: {
+        db: {
+          async query(this: HostCallContext, ms: number) {
+            signals.push(this.signal);
+            await sleep(ms);
+            lateAnswers++;
+            return "late";
+          },
+          never(this: HostCallContext) {
+            signals.push(this.signal);
+            return new Promise(() => undefined); // never settles
+          },
+        },
+      },
+    });
+    try {
+      const result = await sandbox.run(`import { query, never } from "db";
+        export default async () => { query(600); query(700); await never(); return "unreachable" }`);
+      expect(failure(result)).toMatchObject({ kind: "timeout", message: expect.stringContaining("wallTimeMs limit (300 ms) exceeded") });
+      expect(signals).toHaveLength(3);
+      expect(signals.every((signal) => signal.aborted)).toBe(true);
+      await sleep(500); // the answers arrive after the run ended
+      expect(lateAnswers).toBe(2);
+      // and the sandbox carries on, untroubled by them
+      expect(value(await sandbox.run(`import { query } from "db"; export default () => query(1)`))).toBe("late");
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it("the signal lets the embedder cancel its own work when the run fails", async () => {
+    // (A call that reaches the embedder only after its run has ended is refused unrun.)
+    let cancelled = false;
+    const sandbox = await createSandbox({
+      modules: {
+        db: {
+          query(this: HostCallContext) {
+            return new Promise((_, reject) => {
+              this.signal.addEventListener("abort", () => {
+                cancelled = true;
+                reject(this.signal.reason);
+              });
+            });
+          },
+        },
+      },
+    });
+    try {
+      const result = await sandbox.run(`import { query } from "db"; query(); export default async () => { await new Promise((r) => setTimeout(r, 50)); throw new Error("script gave up") }`);
+      expect(failure(result).message).toBe("script gave up");
+      expect(cancelled).toBe(true);
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+});
+
+describe("synchronous host calls", () => {
+  it("return the value directly (no await), also from nested objects and in loops", async () => {
+    const counts = new Map<string, number>();
+    const sandbox = await createSandbox({
+      modules: { app: { counter: { inc: hostSync((key: string) => (counts.set(key, (counts.get(key) ?? 0) + 1), counts.get(key))) } } },
+    });
+    try {
+      const result = await sandbox.run(`import { counter } from "app"; export default () => { let last; for (let i = 0; i < 1000; i++) last = counter.inc("a"); return last }`);
+      expect(value(result)).toBe(1000);
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it("a synchronous function that returns a promise is a clear guest TypeError, not a hang", async () => {
+    const sandbox = await createSandbox({ modules: { app: { get: hostSync(() => Promise.resolve(1) as unknown as number) } } });
+    try {
+      const result = await sandbox.run(`import { get } from "app"; export default () => { try { get() } catch (e) { return e.name + ": " + e.message } }`);
+      expect(value(result)).toBe("TypeError: app.get is a synchronous host function (hostSync) but returned a promise; make it return its value, or declare it without hostSync");
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it("calling back into its own sandbox from a synchronous function is a guest error, not a deadlock", async () => {
+    let sandbox: Sandbox | null = null;
+    let embedderSaw = "";
+    sandbox = await createSandbox({
+      modules: {
+        app: {
+          reenter: hostSync(() => {
+            const pending = sandbox!.run("export default () => 1");
+            pending.catch((error: Error) => (embedderSaw = error.message));
+            return 0;
+          }),
+        },
+      },
+    });
+    try {
+      const result = await sandbox.run(`import { reenter } from "app"; export default () => { try { reenter() } catch (e) { return e.message } }`);
+      expect(value(result)).toBe("app.reenter called sandbox.run on its own sandbox from a synchronous host function, which would deadlock");
+      expect(embedderSaw).toMatch(/^sandbox\.run was called from inside app\.reenter, a synchronous host function of the same sandbox/);
+      expect(value(await sandbox.run("export default () => 'still fine'"))).toBe("still fine");
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it("the wait counts toward wallTimeMs, not cpuTimeMs", async () => {
+    const sandbox = await createSandbox({ limits: { cpuTimeMs: 100, wallTimeMs: 5_000 }, modules: { app: { slow: hostSync(() => (busyWait(400), "done")) } } });
+    try {
+      const result = await sandbox.run(`import { slow } from "app"; export default () => slow()`);
+      expect(value(result)).toBe("done");
+      expect(result.stats.cpuTimeMs).toBeLessThan(100);
+      expect(result.stats.wallTimeMs).toBeGreaterThanOrEqual(400);
+    } finally {
+      await sandbox.dispose();
+    }
+    const short = await createSandbox({ limits: { wallTimeMs: 200 }, modules: { app: { slow: hostSync(() => (busyWait(600), "done")) } } });
+    try {
+      const result = await short.run(`import { slow } from "app"; export default () => { try { return slow() } catch { return "caught" } }`);
+      expect(failure(result)).toMatchObject({ kind: "timeout", message: expect.stringContaining("while waiting for app.slow (a synchronous host function)") });
+      expect(value(await short.run(`export default () => "next run"`))).toBe("next run");
+    } finally {
+      await short.dispose();
+    }
+  });
+});
+
+describe("isolation between sandboxes", () => {
+  it("a slow async host call does not hold up another sandbox on the same worker", async () => {
+    const pool = new WorkerPool({ sharedWorkers: 1 });
+    pools.push(pool);
+    const order: string[] = [];
+    const modules = { app: { slow: async () => (await sleep(400), "slow") } };
+    const a = await Sandbox.create({ modules }, pool);
+    const b = await Sandbox.create({}, pool);
+    const first = a.run(`import { slow } from "app"; export default () => slow()`).then((result) => order.push(`a:${value(result)}`));
+    await sleep(50);
+    const second = b.run(`export default () => { let s = 0; for (let i = 0; i < 1e5; i++) s += i; return s }`).then((result) => order.push(`b:${value(result)}`));
+    await Promise.all([first, second]);
+    expect(order).toEqual(["b:4999950000", "a:slow"]);
+    await a.dispose();
+    await b.dispose();
+  });
+
+  it("a slow synchronous host call blocks only its own worker: a sandbox on another worker keeps computing", async () => {
+    const pool = new WorkerPool({ sharedWorkers: 2 });
+    pools.push(pool);
+    const a = await Sandbox.create({ modules: { app: { block: hostSync(() => (busyWait(800), "blocked")) } } }, pool);
+    const b = await Sandbox.create({}, pool);
+    // b's guest loop runs in the other worker while a's sync call holds a's worker (and
+    // this thread); b's own clock shows it was not held up by a's 800 ms.
+    const bRun = b.run(`export default () => { const end = Date.now() + 150; let n = 0; while (Date.now() < end) n++; return n > 0 }`);
+    await sleep(20);
+    const aRun = a.run(`import { block } from "app"; export default () => block()`);
+    const [aResult, bResult] = await Promise.all([aRun, bRun]);
+    expect(value(aResult)).toBe("blocked");
+    expect(value(bResult)).toBe(true);
+    expect(bResult.stats.wallTimeMs).toBeLessThan(700);
+    await a.dispose();
+    await b.dispose();
+  });
+
+  it("isolate: true keeps a sandbox's slow synchronous calls in its own worker, away from the shared ones", async () => {
+    const a = await createSandbox({ isolate: true, modules: { app: { block: hostSync(() => (busyWait(800), "blocked")) } } });
+    const b = await createSandbox({});
+    try {
+      const bRun = b.run(`export default () => { const end = Date.now() + 150; let n = 0; while (Date.now() < end) n++; return n > 0 }`);
+      await sleep(20);
+      const [aResult, bResult] = await Promise.all([a.run(`import { block } from "app"; export default () => block()`), bRun]);
+      expect(value(aResult)).toBe("blocked");
+      expect(value(bResult)).toBe(true);
+      expect(bResult.stats.wallTimeMs).toBeLessThan(700);
+    } finally {
+      await a.dispose();
+      await b.dispose();
+    }
+  });
+});
