@@ -107,10 +107,21 @@ export interface SandboxOptions {
   modules?: HostModules;
 }
 
+/** The part of AbortSignal that scriptbox uses. */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
 /** Options of one call into a sandbox (every run, load and call takes them). Unknown keys are errors. */
 export interface CallOptions {
-  /** Ends the activation within milliseconds with kind "aborted" (a busy loop too). */
-  signal?: AbortSignal;
+  /**
+   * Ends the activation within milliseconds with kind "aborted" (a busy loop too). Must be
+   * a real AbortSignal; typed by shape so that these types compile without Node's or the
+   * DOM's type libraries.
+   */
+  signal?: AbortSignalLike;
   /**
    * Longest wait before the activation starts (behind other runs in its worker, or for an
    * isolated worker); past it, the activation ends with kind "queue-timeout" without

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, WorkerProcess } from "./cli-process.js";
 import { redisMissing, startRedis, type RedisServer } from "./redis-server.js";
 
-const SECRET_VALUE = "cli-secret-5d2a";
+const SECRET_VALUE = "cli-secret-5d2a-9f3b7e1c04aa";
 let redis: RedisServer;
 let dir: string;
 let worker: WorkerProcess;

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { configurePool, createSandbox, runScript } from "scriptbox";
 
-const secret = { value: "s3cret", origins: ["https://api.example.com"] };
+const secret = { value: "s3cret-7Hq2-xV9m-Lk4p", origins: ["https://api.example.com"] };
 
 describe("sandbox options use own properties only", () => {
   it("limits: { toString: 1 } is an unknown limit, not a crash", async () => {
