@@ -165,7 +165,7 @@ function limitValue(name: keyof Limits, raw: string | number, shown: string): nu
   const quantity = parseQuantity(raw, kind);
   if (quantity === undefined) throw new UsageError(`${shown}: expected ${quantityExample(kind)}`);
   const [min, max] = LIMIT_BOUNDS[name];
-  if (quantity.value < min) throw new UsageError(`${shown} is below the ${formatQuantity(min, kind, quantity.unit)} minimum`);
+  if (quantity.value < min) throw new UsageError(`${shown} is below the ${formatQuantity(min, kind, quantity.unit, "up")} minimum`);
   if (quantity.value > max) throw new UsageError(`${shown} is above the ${formatQuantity(max, kind, quantity.unit)} maximum`);
   return quantity.value;
 }

@@ -41,8 +41,12 @@ export function parseQuantity(input: string | number, kind: QuantityKind): Quant
   return { value: kind === "bytes" ? Math.floor(value) : value, unit };
 }
 
-/** `value` (bytes or ms) in the unit the user typed: 25165824 with "mb" → "24mb". */
-export function formatQuantity(value: number, kind: QuantityKind, unit: string): string {
+/**
+ * `value` (bytes or ms) in the unit the user typed: 25165824 with "mb" → "24mb". A bound
+ * that is not a whole number of that unit is rounded towards inside the range (`round`), so
+ * that the figure shown is one the user may actually give.
+ */
+export function formatQuantity(value: number, kind: QuantityKind, unit: string, round: "down" | "up" = "down"): string {
   if (kind === "count" || unit === "" || unit === "b" || unit === "ms") {
     // A bare number of bytes gets a readable gloss: "25165824 (24mb)".
     if (kind === "bytes" && unit === "" && value >= KiB ** 2 && value % KiB ** 2 === 0) return `${value} (${value / KiB ** 2}mb)`;
@@ -50,5 +54,6 @@ export function formatQuantity(value: number, kind: QuantityKind, unit: string):
   }
   const factor = (kind === "bytes" ? SIZE_UNITS : DURATION_UNITS)[unit]!;
   const scaled = value / factor;
-  return `${Number.isInteger(scaled) ? scaled : Number(scaled.toFixed(2))}${unit}`;
+  const rounded = (round === "down" ? Math.floor : Math.ceil)(scaled * 100) / 100;
+  return `${rounded}${unit}`;
 }
