@@ -6,11 +6,14 @@ import type { Realm } from "../realm.js";
 import { consoleFunctions } from "./console.js";
 import { cryptoFunctions } from "./crypto.js";
 import { fetchFunctions } from "./fetch.js";
+import { intlFunctions } from "./intl.js";
 import { introspectionFunctions } from "./introspection.js";
 import { moduleFunctions } from "./modules.js";
+import { performanceFunctions } from "./performance.js";
 import { runtimeFunctions } from "./runtime.js";
 import { textFunctions } from "./text.js";
 import { timerFunctions } from "./timers.js";
+import { webCryptoFunctions } from "./webcrypto.js";
 
 export type BridgeFunction = (...args: QuickJSHandle[]) => QuickJSHandle | undefined;
 export type BridgeFunctions = Record<string, BridgeFunction>;
@@ -26,6 +29,9 @@ export function createBridge(realm: Realm): QuickJSHandle {
     ...fetchFunctions(realm),
     ...introspectionFunctions(realm),
     ...textFunctions(realm),
+    ...webCryptoFunctions(realm),
+    ...performanceFunctions(realm),
+    ...intlFunctions(realm),
   };
   const bridge = ctx.newObject();
   for (const [name, impl] of Object.entries(functions)) {
