@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import * as https from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -272,6 +273,21 @@ describe.concurrent("scriptbox run: failures say what happened", () => {
   it("an unresolvable host says so (ENOTFOUND)", async () => {
     const result = await cli(["run", "refused.js", "--allow-net", "no-such-host.invalid", "--input", JSON.stringify({ url: "http://no-such-host.invalid/" }), "--json"]);
     expect(jsonResult(result).error).toMatchObject({ kind: "script", name: "TypeError", message: "fetch failed: cannot resolve no-such-host.invalid (ENOTFOUND)" });
+  });
+
+  it("a TLS failure gives the TLS reason (a self-signed certificate the host does not trust)", async () => {
+    const tls = https.createServer(
+      { cert: readFileSync(new URL("../host/fetch/fixtures/tls-cert.pem", import.meta.url)), key: readFileSync(new URL("../host/fetch/fixtures/tls-key.pem", import.meta.url)) },
+      (_req, res) => res.end("never reached"),
+    );
+    await new Promise<void>((resolve) => tls.listen(0, "127.0.0.1", resolve));
+    try {
+      const port = (tls.address() as AddressInfo).port;
+      const result = await cli(["run", "refused.js", "--allow-net", `localhost:${port}`, "--input", JSON.stringify({ url: `https://localhost:${port}/` }), "--json"]);
+      expect(jsonResult(result).error).toMatchObject({ kind: "script", name: "TypeError", message: "fetch failed: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)" });
+    } finally {
+      await new Promise((resolve) => tls.close(resolve));
+    }
   });
 
   it("an unhandled rejection is labelled as one", async () => {
