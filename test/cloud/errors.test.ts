@@ -190,10 +190,13 @@ describe("garbage answers", () => {
       `import { CloudClient } from "cloud";
        export default async () => {
          try { await new CloudClient({ baseUrl: "http://127.0.0.1:${closedPort}", token: "t" }).team.get(); }
-         catch (e) { return { name: e.name, code: e.code, message: e.message, cause: e.cause.message, causeCause: e.cause.cause.message }; }
+         catch (e) { return { name: e.name, code: e.code, message: e.message, cause: e.cause.message, causeCause: e.cause.cause.message, stack: e.stack }; }
        };`,
-      { net: { allow: [`127.0.0.1:${closedPort}`] } },
+      { filename: "cloud-refused.js", net: { allow: [`127.0.0.1:${closedPort}`] } },
     );
+    // The stack points at the script's call (line 3), not into the cloud library.
+    expect((result as { value: { stack: string } }).value.stack).toMatch(/^CloudError: fetch failed: connect ECONNREFUSED [^\n]*\n\s+at [^\n]*cloud-refused\.js:3:\d+/);
+    expect((result as { value: { stack: string } }).value.stack).not.toContain("scriptbox:");
     expect(result).toMatchObject({
       ok: true,
       value: {
