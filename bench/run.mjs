@@ -2,7 +2,7 @@
 // same run, as ratios. A script that reports, never a test that asserts: this machine is
 // noisy, so compare ratios, not absolute times, between runs.
 //
-//   node bench/run.mjs [--quick] [--only sandbox,http,emulator] [--markdown]
+//   node bench/run.mjs [--quick] [--only sandbox,http,webapis,emulator] [--markdown]
 //
 // --quick      fewer samples (a smoke run, ~30 s)
 // --only       run some sections only
@@ -157,6 +157,24 @@ await section("http", "HTTP (issue 3): guest fetch vs undici.fetch in the host, 
   for (const line of table(["figure", "guest", "host undici.fetch", "ratio", "target", "note"], rows)) out(line);
   out("Rates are medians over rounds; each ratio is the median of the rounds' own ratios (guest and host measured back to back, alternating which goes first).");
   out("The host baseline reads each small body with arrayBuffer() (bench/fetch-host.mjs); the guest with text().");
+});
+
+await section("webapis", "Web APIs computed by the host (issue 13): plugin.call doing the operation vs the host doing it directly, same run", async () => {
+  const { benchWebApis } = await import("./webapis.mjs");
+  const r = await benchWebApis({ quick });
+  const pct = (x) => `p50 ${formatMs(x.p50)}, p90 ${formatMs(x.p90)}, p99 ${formatMs(x.p99)}`;
+  const rows = [["empty plugin.call (the call's own cost)", formatMs(r.noop.p50), "", "", `${pct(r.noop)}, n=${r.noop.samples}`]];
+  for (const [figure, x, baseline] of [
+    ["crypto.subtle.sign HMAC-SHA-256, 1 KiB", r.hmac1k, "node:crypto createHmac"],
+    ["crypto.subtle.digest SHA-256, 1 MiB", r.digest1m, "node:crypto createHash"],
+    ["Intl.NumberFormat#format (cached formatter)", r.intlFormat, "host Intl"],
+  ]) {
+    rows.push([figure, formatMs(x.ours.p50), `${formatMs(x.host.p50)} (${baseline})`, ratio(x.ours.p50, x.host.p50), `ours ${pct(x.ours)}; host ${pct(x.host)}; n=${x.ours.samples}`]);
+    md(figure, formatMs(x.ours.p50), `${formatMs(x.host.p50)} (${baseline})`, ratio(x.ours.p50, x.host.p50), "");
+  }
+  rows.push(["performance.now() in a plugin.call", formatMs(r.now.p50), formatMs(r.noop.p50), ratio(r.now.p50, r.noop.p50), `${pct(r.now)}; baseline: empty call`]);
+  for (const line of table(["figure", "ours (p50)", "baseline (p50)", "ratio", "note"], rows)) out(line);
+  out("ours includes a plugin.call round trip; subtract the empty call's figure for the operation alone.");
 });
 
 await section("emulator", "Emulator (issue 4)", async () => {
