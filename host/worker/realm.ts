@@ -218,13 +218,14 @@ export class Realm {
       this.await(evaluated, (namespace) => {
         const fn = this.context.getProp(namespace, "default");
         namespace.dispose();
-        const type = this.context.typeof(fn);
+        const isNull = this.context.sameValue(fn, this.context.null);
+        const type = isNull ? "null" : this.context.typeof(fn);
         if (type !== "function") {
           fn.dispose();
           // A default export that is not a function is not called; say so rather than
           // finish silently, and fail when there was an input it could not be given.
           if (type !== "undefined") {
-            const what = `the module's default export is ${type === "object" ? "an object" : `a ${type}`}, not a function`;
+            const what = `the module's default export is ${type === "null" ? "null" : type === "object" ? "an object" : `a ${type}`}, not a function`;
             if (input !== undefined) return this.activation!.fail("script", "TypeError", `${what}: the input has nothing to be passed to (export default a function that takes it)`);
             this.activation!.log("warn", `[scriptbox] ${what}, so it was not called (export default a function to return a result)`);
           }
