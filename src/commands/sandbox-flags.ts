@@ -5,6 +5,7 @@
 //   addSandboxFlags(command)                  defines the flags on a commander Command;
 //   resolveSandboxFlags(flags, { scriptPath }) turns what was parsed into SandboxOptions.
 //
+// The config file's format is read and checked in config-file.ts.
 // Values are checked here, before createSandbox sees them, so that every mistake is
 // reported with the flag (or config key) the user wrote and in the user's units:
 // `--memory 10mb is below the 24mb minimum`, not `limits.memoryBytes … 25165824`.
@@ -18,9 +19,8 @@ import { parseAllowEntry } from "../../host/net/allowEntry.js";
 import { LIMIT_BOUNDS, type Limits } from "../../host/limits.js";
 import type { CloudOption, SandboxOptions, SecretOption } from "../../host/types.js";
 import { UsageError } from "../usage.js";
+import { CONFIG_FILE_NAME, type ConfigFile, readConfig } from "./config-file.js";
 import { formatQuantity, parseQuantity, quantityExample, type QuantityKind } from "./units.js";
-
-export const CONFIG_FILE_NAME = "scriptbox.config.json";
 
 interface LimitFlag {
   flag: string;
@@ -29,6 +29,8 @@ interface LimitFlag {
 }
 
 /** One flag per limit; `--limit name=value` takes the library name or the flag name. */
+export { CONFIG_FILE_NAME };
+
 export const LIMIT_FLAGS: Readonly<Record<keyof Limits, LimitFlag>> = {
   memoryBytes: { flag: "memory", kind: "bytes", help: "memory limit (bytes, or 64mb, 512k, …)" },
   stackBytes: { flag: "stack", kind: "bytes", help: "QuickJS stack size (256k, …)" },
@@ -85,64 +87,6 @@ export function addSandboxFlags(command: Command): Command {
     .option("--config <file>", `read repeated flags from this file (default: ${CONFIG_FILE_NAME} next to the script)`)
     .option("--no-config", `ignore ${CONFIG_FILE_NAME}`);
   return command;
-}
-
-// ---------------------------------------------------------------- the config file
-
-/** scriptbox.config.json: the flags a person would otherwise repeat on every run. */
-interface ConfigFile {
-  limits?: Record<string, number | string>;
-  allowNet?: string[];
-  env?: Record<string, string>;
-  envFile?: string | string[];
-  /** NAME → "ENV_VAR@origin" or { env: "ENV_VAR", origins: [...] }. */
-  secrets?: Record<string, string | { env: string; origins: string[] }>;
-  cloud?: { url: string; tokenSecret?: string; sessionSecret?: string };
-  location?: string;
-}
-
-const CONFIG_KEYS = ["$schema", "limits", "allowNet", "env", "envFile", "secrets", "cloud", "location"];
-
-function readConfig(path: string, label: string): ConfigFile {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new UsageError(`${label}: ${error instanceof SyntaxError ? `not valid JSON: ${error.message}` : (error as Error).message}`);
-  }
-  const fail = (what: string): never => {
-    throw new UsageError(`${label}: ${what}`);
-  };
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) fail("expected one JSON object");
-  const config = parsed as Record<string, unknown>;
-  for (const key of Object.keys(config)) {
-    if (!CONFIG_KEYS.includes(key)) fail(`unknown key "${key}" (known: ${CONFIG_KEYS.slice(1).join(", ")})`);
-  }
-  const record = (key: string, value: unknown) => {
-    if (value !== undefined && (typeof value !== "object" || value === null || Array.isArray(value))) fail(`"${key}" must be an object`);
-  };
-  const strings = (key: string, value: unknown) => {
-    if (value !== undefined && (!Array.isArray(value) || !value.every((v) => typeof v === "string"))) fail(`"${key}" must be an array of strings`);
-  };
-  record("limits", config.limits);
-  record("env", config.env);
-  record("secrets", config.secrets);
-  record("cloud", config.cloud);
-  strings("allowNet", config.allowNet);
-  if (typeof config.envFile !== "string") strings("envFile", config.envFile);
-  for (const [key, value] of Object.entries((config.env as object | undefined) ?? {})) {
-    if (typeof value !== "string") fail(`env.${key} must be a string`);
-  }
-  const cloud = config.cloud as Record<string, unknown> | undefined;
-  if (cloud) {
-    for (const key of Object.keys(cloud)) if (!["url", "tokenSecret", "sessionSecret"].includes(key)) fail(`unknown key "cloud.${key}" (known: url, tokenSecret, sessionSecret)`);
-    for (const key of ["url", "tokenSecret", "sessionSecret"]) {
-      if (cloud[key] !== undefined && typeof cloud[key] !== "string") fail(`cloud.${key} must be a string`);
-    }
-    if (cloud.url === undefined) fail("cloud.url is required when cloud is given");
-  }
-  if (config.location !== undefined && typeof config.location !== "string") fail("location must be a URL string");
-  return config as ConfigFile;
 }
 
 /** The config file to use: --config, else scriptbox.config.json next to the script, else none. */
@@ -212,6 +156,10 @@ function readEnvFile(path: string, shown: string): Record<string, string> {
   for (const [key, value] of Object.entries(parseEnv(readFileSync(path, "utf8")))) if (value !== undefined) values[key] = value;
   return values;
 }
+
+// The rules the library applies to secrets (host/fetch/secrets.ts), checked here to name the flag.
+const SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]+$/;
 
 interface SecretRequest {
   name: string;
@@ -319,8 +267,12 @@ export function resolveSandboxFlags(flags: SandboxFlagValues, context: ResolveSa
   const fromFlags = new Set<string>();
   const withheld = new Set<string>();
   for (const request of requests) {
+    if (!SECRET_NAME.test(request.name)) throw new UsageError(`${request.shown}: invalid secret name "${request.name}": use letters, digits and _, not starting with a digit`);
     const value = lookup(request.variable);
     if (value === undefined) throw new UsageError(`${request.shown}: environment variable ${request.variable} is not set${envFiles.length ? " (nor in the env file)" : ""}`);
+    if (!HEADER_VALUE.test(value)) {
+      throw new UsageError(`${request.shown}: the value of ${request.variable} ${value === "" ? "is empty" : "cannot be sent in a header (a control character or a character above U+00FF)"}`);
+    }
     withheld.add(request.variable);
     const isFlag = request.shown.startsWith("--");
     const existing = secrets[request.name];

@@ -23,6 +23,9 @@ let origin: string;
 let closedPort: number;
 const received: { url: string; headers: IncomingHttpHeaders }[] = [];
 
+/** Tests that spawn the CLI several times: a cold node process each, slow on a loaded machine. */
+const SEVERAL_SPAWNS_MS = 120_000;
+
 const cli = (args: string[], env: Record<string, string> = {}, cwd = dir) => runCli(cwd, args, env);
 
 const FETCH_ECHO = `export default async ({ url }) => { const res = await fetch(url); return (await res.json()).headers; };`;
@@ -117,7 +120,7 @@ describe.concurrent("scriptbox run: flags", () => {
     expect(result.stdout.trim()).toBe(version);
   });
 
-  it("--max-fetches and --limit raise or lower the fetch limit", async () => {
+  it("--max-fetches and --limit raise or lower the fetch limit", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     const input = JSON.stringify({ url: `${origin}/n` });
     const capped = await cli(["run", "fetches.js", "--allow-net", origin.slice(7), "--input", input, "--max-fetches", "2", "--json"]);
     expect(capped.code, capped.stderr).toBe(3);
@@ -136,7 +139,7 @@ describe.concurrent("scriptbox run: flags", () => {
     expect(logs.length).toBeLessThan(6);
   });
 
-  it("--env-file gives the script the file's values; a variable a --secret reads is withheld", async () => {
+  it("--env-file gives the script the file's values; a variable a --secret reads is withheld", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     const plain = await cli(["run", "env.js", "--env-file", ".env", "--env", "REGION=flag", "--json"]);
     expect(jsonResult(plain).value).toEqual({ REGION: "flag", GREETING: "hello world", API_TOKEN: "token-from-env-file" });
 
@@ -151,7 +154,7 @@ describe.concurrent("scriptbox run: flags", () => {
     expect(jsonResult(env).value).toEqual({ REGION: "eu", GREETING: "hello world" });
   });
 
-  it("--env-file that does not exist is an error naming it", async () => {
+  it("--env-file that does not exist is an error naming it", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     expect(() => resolveSandboxFlags({ envFile: [join(dir, "missing.env")], config: false })).toThrow(/^--env-file .*missing\.env: no such file$/);
     // Node 20 and 22 scan the whole command line for --env-file (nodejs/node#54232), so
     // their own "node: missing.env: not found" may come before ours: either way, it fails
@@ -162,7 +165,7 @@ describe.concurrent("scriptbox run: flags", () => {
     expect(result.stderr).toMatch(/missing\.env: (no such file|not found)/);
   });
 
-  it("--secret …@origin allows the network to that origin without --allow-net", async () => {
+  it("--secret …@origin allows the network to that origin without --allow-net", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     const result = await cli(["run", "secret-fetch.js", "--secret", `API=MY_TOKEN@${origin}`, "--input", JSON.stringify({ url: `${origin}/implied` }), "--json"], {
       MY_TOKEN: "implied-token",
     });
@@ -190,14 +193,14 @@ describe.concurrent("scriptbox run: flags", () => {
 });
 
 describe.concurrent("scriptbox run: scriptbox.config.json", () => {
-  it("is read from the script's folder: limits, allowNet, env and envFile (relative to the config)", async () => {
+  it("is read from the script's folder: limits, allowNet, env and envFile (relative to the config)", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     const result = await cli(["run", "configured/job.js", "--input", JSON.stringify({ url: `${origin}/configured` }), "--json"]);
     expect(jsonResult(result), result.stderr).toMatchObject({ ok: true, value: { env: { REGION: "config", FROM_FILE: "yes" }, fetched: 200 } });
     const limited = await cli(["run", "configured/heavy.js", "--input", JSON.stringify({ url: `${origin}/c` }), "--json"]);
     expect(jsonResult(limited).error.message).toMatch(/^limit: maxFetches \(2\) reached/);
   });
 
-  it("flags override it; --no-config ignores it; --config names another file", async () => {
+  it("flags override it; --no-config ignores it; --config names another file", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     const input = JSON.stringify({ url: `${origin}/c2` });
     const raised = await cli(["run", "configured/heavy.js", "--input", input, "--max-fetches", "3", "--json"]);
     expect(jsonResult(raised)).toMatchObject({ ok: true, value: "three fetches" });
@@ -219,7 +222,7 @@ describe.concurrent("scriptbox run: scriptbox.config.json", () => {
     expect(received.find((r) => r.url === "/cloudy/api/v1/team")?.headers.authorization).toBe("Bearer pat-from-config");
   });
 
-  it("a mistake in it names the file and the key, in the user's units", async () => {
+  it("a mistake in it names the file and the key, in the user's units", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     expectUsageError(await cli(["run", "broken/job.js"]), /broken\/scriptbox\.config\.json: limits\.memory "10mb" is below the 24mb minimum$/);
     expectUsageError(await cli(["run", "typo/job.js"]), /typo\/scriptbox\.config\.json: unknown key "allownet" \(known: limits, allowNet, /);
   });
@@ -238,6 +241,7 @@ describe.concurrent("scriptbox run: usage errors name the flag and the user's un
     [["--limit", "maxFetches"], /^scriptbox: --limit maxFetches: expected name=value/],
     [["--secret", "A=HOME@ftp://files.example"], /^scriptbox: --secret A=HOME@ftp:\/\/files\.example: the origin must start with https:\/\/ or http:\/\//],
     [["--secret", "A=HOME@https://api.example/v1"], /^scriptbox: --secret A=HOME@https:\/\/api\.example\/v1: give an origin only/],
+    [["--secret", "1BAD=HOME@https://api.example"], /^scriptbox: --secret 1BAD=HOME@https:\/\/api\.example: invalid secret name "1BAD"/],
     [["--cloud-url", "https://c.example", "--cloud-token-secret", "NO_SUCH_VARIABLE_13B"], /^scriptbox: --cloud-token-secret NO_SUCH_VARIABLE_13B: no secret of that name/],
   ];
   for (const [flags, pattern] of cases) {
@@ -246,7 +250,7 @@ describe.concurrent("scriptbox run: usage errors name the flag and the user's un
     });
   }
 
-  it("with --json, a usage error is also one JSON object on stdout (ours and commander's)", async () => {
+  it("with --json, a usage error is also one JSON object on stdout (ours and commander's)", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     for (const [args, message] of [
       [["run", "ok.js", "--memory", "10mb", "--json"], "--memory 10mb is below the 24mb minimum"],
       [["run", "ok.js", "--bogus", "--json"], "unknown option '--bogus'"],
@@ -290,7 +294,7 @@ describe.concurrent("scriptbox run: failures say what happened", () => {
     }
   });
 
-  it("an unhandled rejection is labelled as one", async () => {
+  it("an unhandled rejection is labelled as one", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     const result = await cli(["run", "rejects.js"]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^scriptbox: the script failed \(script\): unhandled promise rejection\nRangeError: nobody handled this\n\s+at .*rejects\.js:1:/);
@@ -298,7 +302,7 @@ describe.concurrent("scriptbox run: failures say what happened", () => {
     expect(json.error).toMatchObject({ origin: "unhandled-rejection", name: "RangeError" });
   });
 
-  it("a default export that is not a function: a warning without --input, an error with it", async () => {
+  it("a default export that is not a function: a warning without --input, an error with it", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     const note = await cli(["run", "object-default.js"]);
     expect(note.code).toBe(0);
     expect(note.stderr).toContain("[scriptbox] the module's default export is an object, not a function, so it was not called");
