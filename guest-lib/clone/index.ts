@@ -161,7 +161,7 @@ function clone(value: unknown, memory: Map<object, unknown>): unknown {
 
   // Arrays and ordinary objects; a class instance becomes a plain object (its prototype is
   // not cloned, as in browsers).
-  const copy: Record<string, unknown> = isArray(object) ? new Array((object as unknown[]).length) : {};
+  const copy = (isArray(object) ? new Array((object as unknown[]).length) : {}) as Record<string, unknown>;
   memory.set(object, copy);
   const names = objectKeys(object);
   for (let i = 0; i < names.length; i++) copy[names[i]!] = clone((object as Record<string, unknown>)[names[i]!], memory);

@@ -12,8 +12,9 @@ const jsonParse = JSON.parse;
 const DateCtor = Date;
 const getTime = Date.prototype.getTime;
 
-/** Arguments as JSON can carry them: Dates as epoch ms, BigInts as { $bigint }. */
+/** Arguments as JSON can carry them: Dates as epoch ms, BigInts as { $bigint }, undefined as { $undefined }. */
 function wire(value: unknown): unknown {
+  if (value === undefined) return { $undefined: 1 }; // JSON would make it null: format(null) is 1970, format(undefined) is now
   if (value instanceof DateCtor) return getTime.call(value);
   if (typeof value === "bigint") return { $bigint: `${value}` };
   if (typeof value === "symbol") throw new TypeError("Cannot convert a Symbol value to a string");

@@ -182,8 +182,11 @@ describe("Intl (through the host's ICU)", () => {
         ["1,000", "2,000"].map(() => 0).length && [1000, 2000].map(format),
         Object.prototype.toString.call(new Intl.Collator()),
         threw(() => Intl.NumberFormat.prototype.format),
+        // format(undefined) is "now" and NaN, as with no argument; not 1970 and 0.
+        new Intl.DateTimeFormat("en", { year: "numeric", timeZone: "UTC" }).format(undefined) === String(new Date().getUTCFullYear()),
+        new Intl.NumberFormat("en").format(undefined),
       ];`);
-    expect(out).toEqual(["RangeError", "TypeError", "RangeError", ["1,000", "2,000"], "[object Intl.Collator]", "TypeError"]);
+    expect(out).toEqual(["RangeError", "TypeError", "RangeError", ["1,000", "2,000"], "[object Intl.Collator]", "TypeError", true, "NaN"]);
   });
 });
 

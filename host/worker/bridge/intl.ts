@@ -24,10 +24,14 @@ const MAX_CACHED = 64;
 
 type IntlInstance = Record<string, (...args: unknown[]) => unknown>;
 
-/** Guest values that JSON cannot carry: { $bigint: "123" } (NumberFormat) → 123n. */
+/**
+ * Guest values that JSON cannot carry: { $bigint: "123" } (NumberFormat) → 123n, and
+ * { $undefined: 1 } → undefined (a hole in the argument list, which apply passes as undefined).
+ */
 function revive(_key: string, value: unknown): unknown {
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
     const record = value as Record<string, unknown>;
+    if (record.$undefined === 1 && Object.keys(record).length === 1) return undefined;
     if (typeof record.$bigint === "string" && Object.keys(record).length === 1 && /^-?\d{1,400}$/.test(record.$bigint)) return BigInt(record.$bigint);
   }
   return value;
