@@ -112,6 +112,32 @@ describe("resolveSandboxFlags: every limit has a flag and a --limit name", () =>
   });
 });
 
+describe("resolveSandboxFlags: secrets and the config file", () => {
+  it("a --secret replaces the config's secret of the same name; both origins are allowed; the variables are withheld from env", async () => {
+    await mkdir(join(dir, "override"), { recursive: true });
+    await writeFile(join(dir, "override/scriptbox.config.json"), JSON.stringify({ secrets: { API: "FROM_CONFIG@https://config.example" }, envFile: "vars.env" }));
+    await writeFile(join(dir, "override/vars.env"), "FROM_CONFIG=config-value\nFROM_FLAG=flag-value\nPLAIN=1\n");
+    const scriptPath = join(dir, "override/job.js");
+    const fromConfig = resolveSandboxFlags({}, { scriptPath, environment: {} });
+    expect(fromConfig.options.secrets).toEqual({ API: { value: "config-value", origins: ["https://config.example"] } });
+    const overridden = resolveSandboxFlags({ secret: ["API=FROM_FLAG@https://flag.example"] }, { scriptPath, environment: {} });
+    expect(overridden.options.secrets).toEqual({ API: { value: "flag-value", origins: ["https://flag.example"] } });
+    expect(overridden.options.net!.allow).toEqual(["https://config.example", "https://flag.example"]);
+    expect(overridden.options.env).toEqual({ PLAIN: "1" });
+    // The real environment wins over the env file for a secret's variable, as with dotenv.
+    expect(resolveSandboxFlags({}, { scriptPath, environment: { FROM_CONFIG: "real" } }).options.secrets!.API!.value).toBe("real");
+  });
+
+  it("two flags giving one secret different values is a usage error", () => {
+    expect(() => resolveSandboxFlags({ secret: ["A=X@https://a.example", "A=Y@https://b.example"], config: false }, { environment: { X: "1", Y: "2" } })).toThrow(
+      "--secret A=Y@https://b.example: secret A is given twice with different values",
+    );
+    // The same value towards two origins is one secret with both.
+    const same = resolveSandboxFlags({ secret: ["A=X@https://a.example", "A=X@https://b.example"], config: false }, { environment: { X: "1" } });
+    expect(same.options.secrets).toEqual({ A: { value: "1", origins: ["https://a.example", "https://b.example"] } });
+  });
+});
+
 describe.concurrent("scriptbox run: flags", () => {
   it("--version prints the package's version", async () => {
     const version = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
