@@ -2,10 +2,10 @@
 // same run, as ratios. A script that reports, never a test that asserts: this machine is
 // noisy, so compare ratios, not absolute times, between runs.
 //
-//   node bench/run.mjs [--quick] [--only sandbox,host-modules,http,emulator,tenancy,queue] [--markdown]
+//   node bench/run.mjs [--quick] [--only sandbox,host-modules,http,webapis,emulator,tenancy,queue] [--markdown]
 //
 // --quick      fewer samples (a smoke run, ~30 s)
-// --only       run some sections only (sandbox, host-modules, http, queue, emulator, tenancy)
+// --only       run some sections only (sandbox, host-modules, http, webapis, queue, emulator, tenancy)
 // --markdown   also print the figures as rows of the table in docs/performance.md
 //
 // Needs the built package (npm run bench builds first). Re-executes itself with
@@ -211,6 +211,24 @@ await section("queue", "Script queue (issue 14): BullMQ on redis-server (another
   md("Redis CPU per queue job", formatMs(r.redisCpuMsPerJob), "", "", "");
   for (const line of table(["figure", "queue", "in-process sandbox.run", "ratio", "note"], rows)) out(line);
   out("Baseline: one sandbox in this process running the same script back to back (no Redis, no other process).");
+});
+
+await section("webapis", "Web APIs computed by the host (issue 13): each operation timed inside the sandbox vs the host doing it directly, same run", async () => {
+  const { benchWebApis } = await import("./webapis.mjs");
+  const r = await benchWebApis({ quick });
+  const pct = (x) => `p50 ${formatMs(x.p50)}, p90 ${formatMs(x.p90)}, p99 ${formatMs(x.p99)}`;
+  const rows = [["an empty awaited op (the timing loop's own cost)", formatMs(r.empty.p50), "", "", `${pct(r.empty)}, n=${r.empty.samples}`]];
+  for (const [figure, x, baseline] of [
+    ["crypto.subtle.sign HMAC-SHA-256, 1 KiB", r.hmac1k, "node:crypto createHmac"],
+    ["crypto.subtle.digest SHA-256, 1 MiB", r.digest1m, "node:crypto createHash"],
+    ["Intl.NumberFormat#format (cached formatter)", r.intlFormat, "host Intl"],
+  ]) {
+    rows.push([figure, formatMs(x.ours.p50), `${formatMs(x.host.p50)} (${baseline})`, ratio(x.ours.p50, x.host.p50), `ours ${pct(x.ours)}; host ${pct(x.host)}; n=${x.ours.samples}`]);
+    md(figure, formatMs(x.ours.p50), `${formatMs(x.host.p50)} (${baseline})`, ratio(x.ours.p50, x.host.p50), "");
+  }
+  rows.push(["performance.now()", formatMs(r.now.p50), "", "", `${pct(r.now)}, n=${r.now.samples}`]);
+  for (const line of table(["figure", "in the sandbox (p50)", "host directly (p50)", "ratio", "note"], rows)) out(line);
+  out("Timed in the guest with performance.now() (5 µs steps): figures below ~10 µs are at the clock's resolution.");
 });
 
 await section("emulator", "Emulator (issue 4)", async () => {

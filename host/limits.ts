@@ -52,7 +52,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
 });
 
 /** Bounds of what an embedder may configure (beyond them the engine is not safe or useful). */
-const BOUNDS: Record<keyof Limits, [min: number, max: number]> = {
+export const LIMIT_BOUNDS: Readonly<Record<keyof Limits, readonly [min: number, max: number]>> = {
   // Below 24 MiB the engine's own 16 MiB baseline leaves scripts almost nothing.
   memoryBytes: [ENGINE_INITIAL_MEMORY_BYTES + 8 * MiB, 4096 * MiB - 65536],
   // Measured: deeper QuickJS stacks overflow the worker's native stack (docs/limits.md).
@@ -80,9 +80,9 @@ export function resolveLimits(input: unknown): Limits {
   const limits: Limits = { ...DEFAULT_LIMITS };
   for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
     // Own keys only: "toString" is in every object, but it is not a limit.
-    if (!Object.hasOwn(BOUNDS, key)) throw new TypeError(`limits.${key} is not a known limit (known: ${Object.keys(BOUNDS).join(", ")})`);
+    if (!Object.hasOwn(LIMIT_BOUNDS, key)) throw new TypeError(`limits.${key} is not a known limit (known: ${Object.keys(LIMIT_BOUNDS).join(", ")})`);
     if (value === undefined) continue;
-    const [min, max] = BOUNDS[key as keyof Limits];
+    const [min, max] = LIMIT_BOUNDS[key as keyof Limits];
     if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
       throw new RangeError(`limits.${key} must be a number from ${min} to ${max}, got ${String(value)}`);
     }

@@ -30,6 +30,8 @@ export interface SandboxError {
   message: string;
   /** The guest stack, mapped to the script's own files, lines and columns. */
   stack: string;
+  /** Set when the error was a promise rejection nobody handled (rather than a thrown exception). */
+  origin?: "unhandled-rejection";
 }
 
 export type LogLevel = "log" | "info" | "warn" | "error" | "debug" | "trace";

@@ -48,6 +48,10 @@ const GLOBAL_PROVIDERS = {
   console: ["console"],
   timers: ["setTimeout", "setInterval", "clearTimeout", "clearInterval", "queueMicrotask"],
   crypto: ["crypto"],
+  subtle: ["CryptoKey", "SubtleCrypto"],
+  performance: ["performance", "Performance"],
+  clone: ["structuredClone"],
+  intl: ["Intl"],
 };
 const ordered = [...names.filter((n) => n !== "core"), ...names.filter((n) => n === "core")];
 const lazyGlobals = {};

@@ -3,9 +3,10 @@
 // parsed options to the module that does the work. Usage mistakes exit 2 with one line.
 import { Command, InvalidArgumentError } from "commander";
 import { runDemoCommand } from "./commands/demo.js";
-import { registerQueueCommands } from "./commands/queue-cli.js";
 import { runCommand } from "./commands/run.js";
-import { UsageError } from "./usage.js";
+import { registerQueueCommands } from "./commands/queue-cli.js";
+import { addSandboxFlags } from "./commands/sandbox-flags.js";
+import { packageVersion, reportUsageError, UsageError } from "./usage.js";
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -19,41 +20,19 @@ function parsePositiveNumber(value: string): number {
   return n;
 }
 
-const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 ** 2, mb: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gb: 1024 ** 3, gib: 1024 ** 3 };
-
-/** "67108864", "64mb", "64MiB", "512k": binary units, as memory limits are usually meant. */
-export function parseSize(value: string): number {
-  const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(value.trim());
-  const unit = match ? SIZE_UNITS[match[2]!.toLowerCase()] : undefined;
-  if (!match || unit === undefined) throw new InvalidArgumentError("expected a size such as 67108864, 64mb or 512k");
-  return Math.floor(Number(match[1]) * unit);
-}
-
-const collect = (value: string, previous: string[]) => [...previous, value];
-const collectList = (value: string, previous: string[]) => [...previous, ...value.split(",").map((s) => s.trim()).filter(Boolean)];
-
 const program = new Command()
   .name("scriptbox")
   .description("Run untrusted scripts in a QuickJS sandbox; emulate the cloud API")
+  .version(packageVersion(), "-V, --version", "print the version of scriptbox")
   .showSuggestionAfterError(true)
   .exitOverride();
 
-program
+const run = program
   .command("run")
   .description("run a script file (.js or .ts, with its relative imports) in a sandbox")
   .argument("<file>", "the script")
-  .option("--input <json>", "input for the default-exported function: JSON text, or @file.json")
-  .option("--allow-net <hosts>", "allow network access to host[:port] entries (comma-separated, repeatable)", collectList, [])
-  .option("--cpu-time <ms>", "guest CPU time limit", parsePositiveNumber)
-  .option("--timeout <ms>", "wall-clock limit for the whole run", parsePositiveNumber)
-  .option("--memory <size>", "memory limit (bytes, or 64mb, 512k, ...)", parseSize)
-  .option("--env <K=V>", "an env value the script reads with `import { env } from \"runtime\"` (repeatable)", collect, [])
-  .option("--secret <NAME=ENV_VAR@origin>", "a secret from an environment variable, usable only towards origin (repeatable)", collect, [])
-  .option("--weak-secret <NAME>", "accept a short or low-entropy value for secret NAME, which is refused otherwise (repeatable)", collect, [])
-  .option("--cloud-url <url>", "base URL of the cloud API for the preconfigured `cloud` client")
-  .option("--cloud-token-secret <NAME>", "the secret holding the cloud API token (PAT)")
-  .option("--cloud-session-secret <NAME>", "the secret holding the dashboard session (for PAT creation)")
-  .option("--location <url>", "base URL for relative URLs in fetch (like Deno's --location)")
+  .option("--input <json>", "input for the default-exported function: JSON text, or @file.json");
+addSandboxFlags(run)
   .option("--json", "print exactly one JSON result on stdout (logs go to stderr)", false)
   .action(async (file: string, opts) => {
     process.exitCode = await runCommand(file, opts);
@@ -82,7 +61,11 @@ program
     process.exitCode = await runDemoCommand();
   });
 
-registerQueueCommands(program, { parseSize, parsePositiveNumber });
+registerQueueCommands(program);
+
+// With --json anywhere on the command line, a usage error is also one JSON object on
+// stdout, so that a caller parsing stdout always gets JSON.
+const jsonRequested = process.argv.includes("--json");
 
 try {
   await program.parseAsync(process.argv);
@@ -91,10 +74,11 @@ try {
   if (err.code === "commander.helpDisplayed" || err.code === "commander.version" || err.code === "commander.help") {
     process.exitCode = 0;
   } else if (typeof err.code === "string" && err.code.startsWith("commander.")) {
-    // commander has already printed its one-line message.
+    // commander has already printed its message on stderr.
+    if (jsonRequested) reportUsageError(String(err.message ?? "").replace(/^error: /, ""), { json: true, stderr: false });
     process.exitCode = 2;
   } else if (error instanceof UsageError) {
-    process.stderr.write(`scriptbox: ${error.message}\n`);
+    reportUsageError(error.message, { json: jsonRequested, stderr: true });
     process.exitCode = 2;
   } else {
     process.stderr.write(`scriptbox: internal error: ${err.message ?? String(error)}\n`);

@@ -7,11 +7,14 @@
 //   { "compilerOptions": { "lib": ["ES2023"], "types": ["scriptbox/guest"],
 //                          "module": "ESNext", "moduleResolution": "Bundler", "noEmit": true } }
 //
+// Every global and every notable absence: docs/globals.md. `Intl` comes from the ES lib:
+// scriptbox provides DateTimeFormat, NumberFormat, Collator, PluralRules,
+// RelativeTimeFormat, ListFormat and DisplayNames, not Segmenter or Locale.
 // Behaviour and choices: docs/http.md (web and http), docs/cloud.md (cloud), docs/network.md.
 
 /// <reference path="./cloud.d.ts" />
 
-// ---------------------------------------------------------------- console, timers, crypto
+// ---------------------------------------------------------------- console, timers, crypto, performance, structuredClone
 
 interface Console {
   log(...data: unknown[]): void;
@@ -42,11 +45,69 @@ declare function clearInterval(id: number | undefined): void;
 declare function queueMicrotask(callback: () => void): void;
 
 interface Crypto {
+  /** Web Crypto: digests (SHA-1/256/384/512) and HMAC keys; other algorithms reject with NotSupportedError (docs/globals.md). */
+  readonly subtle: SubtleCrypto;
   /** Fills an integer typed array (at most 65,536 bytes) from the host's CSPRNG. */
   getRandomValues<T extends Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array | BigInt64Array | BigUint64Array>(array: T): T;
   randomUUID(): `${string}-${string}-${string}-${string}-${string}`;
 }
 declare var crypto: Crypto;
+
+type BufferSource = ArrayBufferView | ArrayBuffer;
+type HashAlgorithmIdentifier = "SHA-1" | "SHA-256" | "SHA-384" | "SHA-512" | { name: "SHA-1" | "SHA-256" | "SHA-384" | "SHA-512" | (string & {}) } | (string & {});
+type KeyUsage = "sign" | "verify";
+interface HmacKeyParams {
+  name: "HMAC";
+  hash: HashAlgorithmIdentifier;
+  /** Key length in bits; default: the hash's block size (512 for SHA-1/256, 1024 for SHA-384/512). */
+  length?: number;
+}
+interface JsonWebKey {
+  kty?: string;
+  k?: string;
+  alg?: string;
+  use?: string;
+  key_ops?: string[];
+  ext?: boolean;
+  [member: string]: unknown;
+}
+/** Web Crypto §13: an HMAC key. Its bytes are not reachable from the object. */
+declare class CryptoKey {
+  private constructor();
+  readonly type: "secret";
+  readonly extractable: boolean;
+  readonly algorithm: { readonly name: "HMAC"; readonly hash: { readonly name: string }; readonly length: number };
+  readonly usages: KeyUsage[];
+}
+/** Web Crypto §14, the subset scriptbox implements (computed by the host's node:crypto). */
+declare class SubtleCrypto {
+  private constructor();
+  digest(algorithm: HashAlgorithmIdentifier, data: BufferSource): Promise<ArrayBuffer>;
+  importKey(format: "raw", keyData: BufferSource, algorithm: HmacKeyParams, extractable: boolean, keyUsages: KeyUsage[]): Promise<CryptoKey>;
+  importKey(format: "jwk", keyData: JsonWebKey, algorithm: HmacKeyParams, extractable: boolean, keyUsages: KeyUsage[]): Promise<CryptoKey>;
+  exportKey(format: "raw", key: CryptoKey): Promise<ArrayBuffer>;
+  exportKey(format: "jwk", key: CryptoKey): Promise<JsonWebKey>;
+  generateKey(algorithm: HmacKeyParams, extractable: boolean, keyUsages: KeyUsage[]): Promise<CryptoKey>;
+  sign(algorithm: "HMAC" | { name: "HMAC" }, key: CryptoKey, data: BufferSource): Promise<ArrayBuffer>;
+  verify(algorithm: "HMAC" | { name: "HMAC" }, key: CryptoKey, signature: BufferSource, data: BufferSource): Promise<boolean>;
+}
+
+/** High Resolution Time: the host's monotonic clock, in ms since the run started (5 µs steps). */
+declare class Performance {
+  private constructor();
+  now(): number;
+  /** The start of the run, in ms since the Unix epoch. */
+  readonly timeOrigin: number;
+  toJSON(): { timeOrigin: number };
+}
+declare var performance: Performance;
+
+/**
+ * HTML structured clone: a deep copy keeping cycles, Dates, RegExps, Maps, Sets, bytes and
+ * errors. Functions, symbols, promises and web objects throw a DataCloneError;
+ * `transfer` with buffers is not supported (DataCloneError).
+ */
+declare function structuredClone<T>(value: T, options?: { transfer?: never[] }): T;
 
 declare var self: typeof globalThis;
 

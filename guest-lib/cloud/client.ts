@@ -15,6 +15,7 @@ import { require as requireModule } from "scriptbox:core";
 import { type Fields, fail, object, optionalBoolean, optionalNumber, optionalString, optionalStrings, string } from "./args";
 import { pollDevice } from "./device";
 import { challenge, verifier } from "./pkce";
+import { CloudError, atCallSite } from "./errors";
 import { type Call, type ClientConfig, type Signal, camel, formEncode, notConfigured, send } from "./wire";
 
 const PAT_FIELDS = "id name teamId expiresAt createdAt revokedAt";
@@ -73,7 +74,14 @@ export class CloudClient {
       config = configFrom(options);
     }
     this.baseUrl = config.baseUrl;
-    const call = (c: Call) => send(config, c);
+    // The call site is taken now, while the script's frames are still on the stack: a
+    // CloudError made after an await would otherwise point at no line of the script.
+    const call = (c: Call) => {
+      const site = new Error();
+      return send(config, c).catch((error: unknown) => {
+        throw error instanceof CloudError ? atCallSite(error, site) : error;
+      });
+    };
     const get = async (path: string) => camel(await call({ method: "GET", path, auth: "token" }));
     const api = async (method: string, path: string, json?: unknown) => camel(await call({ method, path, auth: "token", json }));
     const form = async (path: string, fields: Record<string, string | undefined>, signal?: Signal) =>

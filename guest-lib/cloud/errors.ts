@@ -34,3 +34,12 @@ export class CloudError extends Error {
   }
 }
 Object.defineProperty(CloudError.prototype, "name", { value: "CloudError", writable: true, configurable: true, enumerable: false });
+
+/** Gives `error` the stack of `site` (a guest Error made where the script called), minus library frames. */
+export function atCallSite(error: CloudError, site: Error): CloudError {
+  const frames = `${site.stack ?? ""}`.split("\n");
+  let stack = `${error.name}: ${error.message}`;
+  for (let i = 0; i < frames.length; i++) if (frames[i]!.indexOf("(scriptbox:") === -1 && frames[i]!.trim() !== "") stack += `\n${frames[i]}`;
+  Object.defineProperty(error, "stack", { value: stack, writable: true, configurable: true, enumerable: false });
+  return error;
+}

@@ -149,9 +149,9 @@ export async function send(config: ClientConfig, call: Call): Promise<any> {
       response = await fetch(config.baseUrl + call.path, { method: call.method, headers, body, signal: (call.signal ?? null) as never });
     } catch (error) {
       // Policy refusals, limits and aborts stay what fetch made them; a failed connection is the API's.
-      if (!(error instanceof TypeError && error.message === "fetch failed")) throw error;
-      const cause = (error as { cause?: { message?: string } }).cause;
-      throw new CloudError(0, "network_error", `fetch failed${cause?.message ? `: ${cause.message}` : ""}`, call.method, path, { cause: error });
+      if (!(error instanceof TypeError && error.message.slice(0, 12) === "fetch failed")) throw error;
+      // fetch's message already says what failed ("fetch failed: connect ECONNREFUSED …").
+      throw new CloudError(0, "network_error", error.message, call.method, path, { cause: error });
     }
     const text = await response.text();
     const status = response.status;

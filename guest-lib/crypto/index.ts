@@ -1,4 +1,5 @@
-// The `crypto` global: getRandomValues and randomUUID, filled from the host's CSPRNG.
+// The `crypto` global: getRandomValues and randomUUID, filled from the host's CSPRNG, and
+// crypto.subtle (guest-lib/subtle).
 import bridge from "scriptbox:bridge";
 import { require as requireModule } from "scriptbox:core";
 import { Uint8ArrayCtor, isArrayBufferView, getPrototypeOf } from "scriptbox:intrinsics";
@@ -38,4 +39,11 @@ function randomUUID(): string {
   return `${h(0)}${h(1)}${h(2)}${h(3)}-${h(4)}${h(5)}-${h(6)}${h(7)}-${h(8)}${h(9)}-${h(10)}${h(11)}${h(12)}${h(13)}${h(14)}${h(15)}`;
 }
 
-export const crypto = Object.freeze({ getRandomValues, randomUUID });
+// crypto.subtle loads its module on first use: most scripts never touch it.
+export const crypto = Object.freeze({
+  getRandomValues,
+  randomUUID,
+  get subtle(): unknown {
+    return (requireModule("scriptbox:subtle") as { subtle: unknown }).subtle;
+  },
+});

@@ -23,13 +23,24 @@ interface TransportError {
 
 type Signal = { aborted: boolean; reason: unknown; [addAbortAlgorithm](algorithm: () => void): () => void };
 
-function transportError(error: unknown, signal: Signal | null): unknown {
+const NETWORK_PREFIX = "fetch failed: ";
+
+/**
+ * A network failure: the message says what happened ("fetch failed: connect ECONNREFUSED
+ * 127.0.0.1:4999"), and `cause` holds the bare reason, as undici's fetch has it.
+ */
+function networkFailure(message: string): TypeError {
+  const detail = message.slice(0, NETWORK_PREFIX.length) === NETWORK_PREFIX ? message.slice(NETWORK_PREFIX.length) : message;
+  return new TypeErrorCtor(detail ? NETWORK_PREFIX + detail : "fetch failed", { cause: new ErrorCtor(detail || "unknown network error") });
+}
+
+function fromRecord(error: unknown, signal: Signal | null): unknown {
   let record: TransportError | null = null;
   if (typeof error === "string") {
     try {
       record = jsonParse(error) as TransportError;
     } catch {
-      return new TypeErrorCtor("fetch failed", { cause: new ErrorCtor(error) });
+      return networkFailure(error);
     }
   }
   if (!record || typeof record !== "object") return error;
@@ -43,8 +54,25 @@ function transportError(error: unknown, signal: Signal | null): unknown {
     case "timeout":
       return new DOMException(message || "The operation timed out.", "TimeoutError");
     default:
-      return new TypeErrorCtor("fetch failed", { cause: new ErrorCtor(message) });
+      return networkFailure(message);
   }
+}
+
+/**
+ * The error a failed fetch rejects with. It is made when the host answers, from a job with
+ * no script frames on the stack; its stack is replaced by the frames of the fetch() call,
+ * so that an uncaught failure points at the script's line.
+ */
+function transportError(error: unknown, signal: Signal | null, callSite: Error): unknown {
+  const failure = fromRecord(error, signal);
+  if (failure instanceof ErrorCtor && failure !== (signal && signal.reason)) {
+    // The first frame is fetch() itself (scriptbox:http): the script's frames follow.
+    const frames = `${callSite.stack ?? ""}`.split("\n");
+    let stack = `${failure.name}: ${failure.message}`;
+    for (let i = 0; i < frames.length; i++) if (frames[i]!.indexOf("(scriptbox:") === -1 && frames[i]!.trim() !== "") stack += `\n${frames[i]}`;
+    failure.stack = stack;
+  }
+  return failure;
 }
 
 /** Fetch §4.2 scheme fetch for data: URLs: the host hands the URL back, we decode it. */
@@ -55,6 +83,7 @@ function dataResponse(href: string, method: string): Response {
 }
 
 export function fetch(input: Request | string, init?: RequestOpts): Promise<Response> {
+  const callSite = new ErrorCtor(); // ~1 µs: the script's frames for a failure's stack
   return new PromiseCtor<Response>((resolve, reject) => {
     let url: string;
     let method = "GET";
@@ -88,7 +117,7 @@ export function fetch(input: Request | string, init?: RequestOpts): Promise<Resp
       if (settled) return;
       settled = true;
       if (removeAbort) removeAbort();
-      if (body === undefined) reject(transportError(headOrError, abortable));
+      if (body === undefined) reject(transportError(headOrError, abortable, callSite));
       else resolve(responseFromHead(headOrError, new Uint8ArrayCtor(body)));
     });
     if (dataURL !== undefined) return resolve(dataResponse(dataURL, method));

@@ -114,6 +114,19 @@ export interface Bridge {
    * else [true, json, buffers]; or [false, name, message, code] when the function threw.
    */
   hostCallSync(id: number, json: string, buffers: ArrayBuffer[] | undefined): string | [true, string, ArrayBuffer[]] | [false, string, string, (string | number)?];
+  /** The digest of `data` with `hash` ("SHA-1", "SHA-256", "SHA-384" or "SHA-512"). */
+  cryptoDigest(hash: string, data: ArrayBuffer): ArrayBuffer;
+  /** HMAC of `data` under `key` (at most 64 KiB) with `hash` (as for cryptoDigest). */
+  cryptoHmac(hash: string, key: ArrayBuffer, data: ArrayBuffer): ArrayBuffer;
+  /** Milliseconds since this realm's time origin (the start of its first run or load), to 5 µs. */
+  performanceNow(): number;
+  /** The realm's time origin in milliseconds since the Unix epoch, to 5 µs. */
+  performanceTimeOrigin(): number;
+  /**
+   * An Intl operation computed by the host's Intl (full ICU): `request` is JSON of
+   * [constructor, locales, options, method, args]; the answer is JSON of the result.
+   */
+  intl(request: string): string;
 }
 
 declare const bridge: Bridge;

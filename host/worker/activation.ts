@@ -63,8 +63,8 @@ export class Activation implements Budget {
   }
 
   /** Records the first failure; later ones (consequences of the first) are ignored. */
-  fail(kind: ErrorKind, name: string, message: string, stack = ""): void {
-    this.failure ??= { kind, name, message, stack };
+  fail(kind: ErrorKind, name: string, message: string, stack = "", origin?: "unhandled-rejection"): void {
+    this.failure ??= { kind, name, message, stack, ...(origin ? { origin } : {}) };
   }
 
   failLimit(kind: "cpu" | "timeout" | "memory" | "limit", message: string, stack = ""): void {

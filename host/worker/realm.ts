@@ -223,8 +223,17 @@ export class Realm {
       this.await(evaluated, (namespace) => {
         const fn = this.context.getProp(namespace, "default");
         namespace.dispose();
-        if (this.context.typeof(fn) !== "function") {
+        const isNull = this.context.sameValue(fn, this.context.null);
+        const type = isNull ? "null" : this.context.typeof(fn);
+        if (type !== "function") {
           fn.dispose();
+          // A default export that is not a function is not called; say so rather than
+          // finish silently, and fail when there was an input it could not be given.
+          if (type !== "undefined") {
+            const what = `the module's default export is ${type === "null" ? "null" : type === "object" ? "an object" : `a ${type}`}, not a function`;
+            if (input !== undefined) return this.activation!.fail("script", "TypeError", `${what}: the input has nothing to be passed to (export default a function that takes it)`);
+            this.activation!.log("warn", `[scriptbox] ${what}, so it was not called (export default a function to return a result)`);
+          }
           return this.complete(undefined);
         }
         const argument = this.toGuest(input, "input");
@@ -581,7 +590,7 @@ export class Realm {
   }
 
   /** Records a guest exception as the activation's failure, classifying limits. */
-  private failWithGuestError(error: QuickJSHandle, evaluatingModule: string | null): void {
+  private failWithGuestError(error: QuickJSHandle, evaluatingModule: string | null, origin?: "unhandled-rejection"): void {
     const activation = this.activation!;
     if (this.guard.interruptedBy !== null) {
       const stack = this.readStack(error);
@@ -605,9 +614,9 @@ export class Realm {
     }
     // Refusals by the host say what they are in their message's first words (the fetch
     // transport's contract): uncaught, they classify the run.
-    if (message.startsWith("network policy: ")) return activation.fail("network-policy", name, message, stack);
-    if (message.startsWith("limit: ")) return activation.fail("limit", name, message, stack);
-    activation.fail("script", name, message, stack);
+    if (message.startsWith("network policy: ")) return activation.fail("network-policy", name, message, stack, origin);
+    if (message.startsWith("limit: ")) return activation.fail("limit", name, message, stack, origin);
+    activation.fail("script", name, message, stack, origin);
   }
 
   private describe(error: QuickJSHandle): { name: string; message: string; stack: string } {
@@ -730,7 +739,7 @@ export class Realm {
       this.unhandled.delete(bits);
       const reason = entry.reason;
       entry.promise.dispose();
-      this.failWithGuestError(reason, null);
+      this.failWithGuestError(reason, null, "unhandled-rejection");
       return true;
     }
     return false;

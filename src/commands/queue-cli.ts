@@ -2,11 +2,15 @@
 // Each command module is loaded when its command runs: bullmq is optional, and `run`
 // must not pay for the queue.
 import { Command, InvalidArgumentError } from "commander";
+import { addSandboxFlags } from "./sandbox-flags.js";
+import { parseQuantity, type QuantityKind } from "./units.js";
 
-export interface FlagParsers {
-  parseSize: (value: string) => number;
-  parsePositiveNumber: (value: string) => number;
-}
+/** A job's limit flag in the user's units (as `run` takes them): 64mb, 2s, 500. */
+const quantity = (kind: QuantityKind) => (value: string) => {
+  const parsed = parseQuantity(value, kind);
+  if (parsed === undefined || parsed.value <= 0) throw new InvalidArgumentError(`expected a positive ${kind === "bytes" ? "size (64mb, 512k, …)" : kind === "ms" ? "duration (ms, or 2s, 1m, …)" : "whole number"}`);
+  return parsed.value;
+};
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 const collectList = (value: string, previous: string[] | undefined) => [...(previous ?? []), ...value.split(",").map((s) => s.trim()).filter(Boolean)];
@@ -29,13 +33,13 @@ const connectionFlags = (command: Command) =>
     .option("--queue <name>", "the queue's name", "scripts");
 
 /** Flags of a job: what it asks for, within what the workers allow. */
-const jobFlags = (command: Command, parsers: FlagParsers) =>
+const jobFlags = (command: Command) =>
   command
     .option("--input <json>", "input for the default-exported function: JSON text, or @file.json")
     .option("--allow-net <hosts>", "narrow the workers' network allow-list to these host[:port] entries (comma-separated, repeatable)", collectList)
-    .option("--cpu-time <ms>", "guest CPU time limit (at most the worker's)", parsers.parsePositiveNumber)
-    .option("--timeout <ms>", "wall-clock limit (at most the worker's)", parsers.parsePositiveNumber)
-    .option("--memory <size>", "memory limit (at most the worker's)", parsers.parseSize)
+    .option("--cpu-time <ms>", "guest CPU time limit (at most the worker's)", quantity("ms"))
+    .option("--timeout <ms>", "wall-clock limit (at most the worker's)", quantity("ms"))
+    .option("--memory <size>", "memory limit (at most the worker's)", quantity("bytes"))
     .option("--env <K=V>", "an env value for the script (repeatable)", collect, [])
     .option("--secret <NAME>", "a secret the script uses, by name: the workers hold its value (repeatable)", collect, [])
     .option("--attempts <n>", "runs in all if the script fails (default 1: no retry)", parseCount);
@@ -44,23 +48,17 @@ async function exit(code: Promise<number>): Promise<void> {
   process.exitCode = await code;
 }
 
-export function registerQueueCommands(program: Command, parsers: FlagParsers): void {
+export function registerQueueCommands(program: Command): void {
+  // The worker's sandbox flags are `run`'s (sandbox-flags.ts): for a worker, its limits are
+  // the most a job may ask for, its allow-list the widest a job may use, its secrets the
+  // ones jobs may name. --config names a scriptbox.config.json (there is no script folder).
+  const worker = program
+    .command("worker")
+    .description("take scripts from a Redis queue and run them in sandboxes (see docs/queue.md)");
+  addSandboxFlags(worker);
   connectionFlags(
-    program
-      .command("worker")
-      .description("take scripts from a Redis queue and run them in sandboxes (see docs/queue.md)")
+    worker
       .option("--concurrency <n>", "jobs run at once (default: the number of CPUs)", parseCount)
-      .option("--allow-net <hosts>", "the network allow-list; jobs may narrow it, never widen it", collectList, [])
-      .option("--cpu-time <ms>", "guest CPU time limit, the most a job may ask for", parsers.parsePositiveNumber)
-      .option("--timeout <ms>", "wall-clock limit, the most a job may ask for", parsers.parsePositiveNumber)
-      .option("--memory <size>", "memory limit, the most a job may ask for", parsers.parseSize)
-      .option("--env <K=V>", "an env value every job sees (repeatable)", collect, [])
-      .option("--secret <NAME=ENV_VAR@origin>", "a secret jobs may name, from an environment variable, usable only towards origin (repeatable)", collect, [])
-      .option("--weak-secret <NAME>", "accept a short or low-entropy value for secret NAME, which is refused otherwise (repeatable)", collect, [])
-      .option("--cloud-url <url>", "base URL of the cloud API for the preconfigured `cloud` client")
-      .option("--cloud-token-secret <NAME>", "the secret holding the cloud API token (PAT)")
-      .option("--cloud-session-secret <NAME>", "the secret holding the dashboard session")
-      .option("--location <url>", "base URL for relative URLs in fetch")
       .option("--grace <ms>", "on SIGTERM, how long running jobs may take to finish", parseMs, 30_000)
       .option("--lock-duration <ms>", "how soon a job of a dead worker is taken over by another", parseMs, 30_000),
   ).action(async (opts) => {
@@ -74,7 +72,6 @@ export function registerQueueCommands(program: Command, parsers: FlagParsers): v
         .command("submit")
         .description("bundle a script file and put it on the queue; prints the job id")
         .argument("<file>", "the script (.js or .ts, with its relative imports)"),
-      parsers,
     )
       .option("--priority <n>", "1 is the highest; jobs without a priority go first", parseCount)
       .option("--delay <ms>", "wait this long before the job may run", parseMs)
@@ -95,7 +92,6 @@ export function registerQueueCommands(program: Command, parsers: FlagParsers): v
         .argument("<name>", "the schedule's name")
         .argument("<cron>", 'cron pattern, e.g. "*/5 * * * *" (optional leading seconds field)')
         .argument("<file>", "the script"),
-      parsers,
     ).option("--tz <zone>", "time zone of the cron pattern (default: UTC)"),
   ).action(async (name: string, cron: string, file: string, opts) => {
     const { scheduleAddCommand } = await import("./schedule.js");

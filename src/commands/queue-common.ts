@@ -4,7 +4,28 @@
 import type * as QueueModule from "../queue.js";
 import type { ScriptJobOptions } from "../queue.js";
 import { UsageError } from "../usage.js";
-import { limitsFromFlags, parseInput, parsePairs } from "./run.js";
+import type { Limits } from "../../host/types.js";
+import { parseInput } from "./run.js";
+
+/** A job's --cpu-time, --timeout, --memory (only those given); the worker clamps them to its own. */
+function limitsFromFlags(flags: Pick<JobFlags, "cpuTime" | "timeout" | "memory">): Partial<Limits> {
+  return {
+    ...(flags.cpuTime !== undefined ? { cpuTimeMs: flags.cpuTime } : {}),
+    ...(flags.timeout !== undefined ? { wallTimeMs: flags.timeout } : {}),
+    ...(flags.memory !== undefined ? { memoryBytes: flags.memory } : {}),
+  };
+}
+
+/** --env K=V entries of a job. */
+function parsePairs(entries: string[], flag: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of entries) {
+    const eq = entry.indexOf("=");
+    if (eq <= 0) throw new UsageError(`${flag} expects NAME=VALUE, got "${entry}"`);
+    out[entry.slice(0, eq)] = entry.slice(eq + 1);
+  }
+  return out;
+}
 
 export interface ConnectionFlags {
   redis: string;

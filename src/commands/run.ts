@@ -3,23 +3,12 @@
 // 3 a limit stopped the script.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { createSandbox } from "../../host/sandbox.js";
-import type { Limits, LogEntry, RunResult, SandboxOptions } from "../../host/types.js";
+import type { LogEntry, RunResult, SandboxError } from "../../host/types.js";
 import { UsageError } from "../usage.js";
+import { inFlagTerms, resolveSandboxFlags, type SandboxFlagValues } from "./sandbox-flags.js";
 
-export interface RunCommandOptions {
+export interface RunCommandOptions extends SandboxFlagValues {
   input?: string;
-  allowNet: string[];
-  cpuTime?: number;
-  timeout?: number;
-  memory?: number;
-  env: string[];
-  secret: string[];
-  /** Names of --secret values accepted although weak (short or low-entropy). */
-  weakSecret?: string[];
-  cloudUrl?: string;
-  cloudTokenSecret?: string;
-  cloudSessionSecret?: string;
-  location?: string;
   json: boolean;
 }
 
@@ -40,40 +29,6 @@ export function parseInput(text: string | undefined): unknown {
   }
 }
 
-export function parsePairs(entries: string[], flag: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of entries) {
-    const eq = entry.indexOf("=");
-    if (eq <= 0) throw new UsageError(`${flag} expects NAME=VALUE, got "${entry}"`);
-    out[entry.slice(0, eq)] = entry.slice(eq + 1);
-  }
-  return out;
-}
-
-/**
- * --secret NAME=ENV_VAR@origin: the value comes from the environment, never from argv.
- * --weak-secret NAME: the opt-in for a value the weak-secret rule refuses.
- */
-export function parseSecrets(entries: string[], weakNames: string[] = []): NonNullable<SandboxOptions["secrets"]> {
-  const secrets: NonNullable<SandboxOptions["secrets"]> = {};
-  for (const entry of entries) {
-    const match = /^([^=]+)=([^@]+)@(.+)$/.exec(entry);
-    if (!match) throw new UsageError(`--secret expects NAME=ENV_VAR@origin, got "${entry}"`);
-    const [, name, variable, origin] = match as unknown as [string, string, string, string];
-    const value = process.env[variable];
-    if (value === undefined) throw new UsageError(`--secret ${name}: environment variable ${variable} is not set`);
-    const existing = secrets[name];
-    if (existing && existing.value !== value) throw new UsageError(`--secret ${name} is given twice with different values`);
-    secrets[name] = { value, origins: [...(existing?.origins ?? []), origin] };
-  }
-  for (const name of weakNames) {
-    const secret = secrets[name];
-    if (!secret) throw new UsageError(`--weak-secret ${name}: no --secret ${name}=… was given`);
-    secret.weak = true;
-  }
-  return secrets;
-}
-
 export function print(stream: NodeJS.WriteStream, text: string): void {
   stream.write(text.endsWith("\n") ? text : `${text}\n`);
 }
@@ -85,42 +40,17 @@ export function resultJson(result: RunResult): string {
   );
 }
 
-/** --cpu-time, --timeout, --memory as sandbox limits (only those given). */
-export function limitsFromFlags(options: Pick<RunCommandOptions, "cpuTime" | "timeout" | "memory">): Partial<Limits> {
-  return {
-    ...(options.cpuTime !== undefined ? { cpuTimeMs: options.cpuTime } : {}),
-    ...(options.timeout !== undefined ? { wallTimeMs: options.timeout } : {}),
-    ...(options.memory !== undefined ? { memoryBytes: options.memory } : {}),
-  };
-}
-
-/** --cloud-url, --cloud-token-secret, --cloud-session-secret as the `cloud` sandbox option. */
-export function cloudFromFlags(options: Pick<RunCommandOptions, "cloudUrl" | "cloudTokenSecret" | "cloudSessionSecret">): SandboxOptions["cloud"] {
-  if (options.cloudUrl !== undefined) {
-    return {
-      baseUrl: options.cloudUrl,
-      ...(options.cloudTokenSecret ? { token: { secret: options.cloudTokenSecret } } : {}),
-      ...(options.cloudSessionSecret ? { session: { secret: options.cloudSessionSecret } } : {}),
-    };
-  }
-  if (options.cloudTokenSecret || options.cloudSessionSecret) throw new UsageError("--cloud-token-secret and --cloud-session-secret need --cloud-url");
-  return undefined;
+/** "scriptbox: the script failed (script): unhandled promise rejection" and the stack, once. */
+function failureReport(error: SandboxError): string {
+  const how = error.origin === "unhandled-rejection" ? ": unhandled promise rejection" : "";
+  return `scriptbox: the script failed (${error.kind})${how}\n${error.stack || `${error.name}: ${error.message}`}`;
 }
 
 export async function runCommand(file: string, options: RunCommandOptions): Promise<number> {
   if (!existsSync(file) || !statSync(file).isFile()) throw new UsageError(`cannot read ${file}: no such file`);
   const input = parseInput(options.input);
-  const secrets = parseSecrets(options.secret, options.weakSecret);
-  const sandboxOptions: SandboxOptions = {
-    limits: limitsFromFlags(options),
-    net: { allow: options.allowNet },
-    env: parsePairs(options.env, "--env"),
-    secrets,
-    ...(options.location !== undefined ? { location: options.location } : {}),
-    onLog: (entry: LogEntry) => printLog(entry, options.json),
-  };
-  const cloud = cloudFromFlags(options);
-  if (cloud) sandboxOptions.cloud = cloud;
+  const { options: sandboxOptions } = resolveSandboxFlags(options, { scriptPath: file });
+  sandboxOptions.onLog = (entry: LogEntry) => printLog(entry, options.json);
 
   let sandbox;
   try {
@@ -149,12 +79,17 @@ export function printLog(entry: LogEntry, json: boolean): void {
 
 /** Prints the result as `run` does and returns the exit code (0, 1, or 3 for a limit). */
 export function reportResult(result: RunResult, json: boolean): number {
+  if (!result.ok) {
+    // The library's words for options ("net.allow") become the flags the user typed.
+    result.error.message = inFlagTerms(result.error.message);
+    result.error.stack = inFlagTerms(result.error.stack);
+  }
   if (json) {
     print(process.stdout, resultJson(result));
   } else if (result.ok) {
     if (result.value !== undefined) print(process.stdout, JSON.stringify(result.value, null, 2) ?? String(result.value));
   } else {
-    print(process.stderr, `scriptbox: the script failed (${result.error.kind})\n${result.error.stack || `${result.error.name}: ${result.error.message}`}`);
+    print(process.stderr, failureReport(result.error));
   }
   if (result.ok) return 0;
   return LIMIT_KINDS.has(result.error.kind) ? 3 : 1;

@@ -4,26 +4,19 @@
 // workers (their locks expire and they run again there).
 import type { SandboxOptions } from "../../host/types.js";
 import { UsageError } from "../usage.js";
-import { cloudFromFlags, limitsFromFlags, parsePairs, parseSecrets, print, type RunCommandOptions } from "./run.js";
+import { print } from "./run.js";
+import { resolveSandboxFlags, type SandboxFlagValues } from "./sandbox-flags.js";
 import { connectQueueLibrary, type ConnectionFlags } from "./queue-common.js";
 
 /** `run`'s sandbox flags (for a worker: the maximums and the secrets jobs may name), and the worker's own. */
-export interface WorkerCommandOptions extends ConnectionFlags, Omit<RunCommandOptions, "input" | "json"> {
+export interface WorkerCommandOptions extends ConnectionFlags, SandboxFlagValues {
   concurrency?: number;
   grace: number;
   lockDuration: number;
 }
 
 export async function workerCommand(options: WorkerCommandOptions): Promise<number> {
-  const sandbox: SandboxOptions = {
-    limits: limitsFromFlags(options),
-    net: { allow: options.allowNet },
-    env: parsePairs(options.env, "--env"),
-    secrets: parseSecrets(options.secret, options.weakSecret),
-    ...(options.location !== undefined ? { location: options.location } : {}),
-  };
-  const cloud = cloudFromFlags(options);
-  if (cloud) sandbox.cloud = cloud;
+  const sandbox: SandboxOptions = resolveSandboxFlags(options).options;
 
   const { startScriptWorker } = await connectQueueLibrary(options);
   let lastError = "";

@@ -3,24 +3,16 @@
 // `--json` printing exactly one JSON object on stdout, and usage mistakes reported as one
 // line without a stack trace. Each test spawns the built CLI (`npm test` builds first) on
 // script files in a temp dir.
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI, expectUsageError, jsonResult, runCli } from "./helpers.js";
 
-const CLI = fileURLToPath(new URL("../../dist/src/cli.js", import.meta.url));
 const SECRET_VALUE = "s3cr3t-value-7f1c";
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 let dir: string;
 let server: Server;
@@ -28,40 +20,7 @@ let origin: string;
 /** Requests the test server received: path and headers. */
 const received: { url: string; headers: IncomingHttpHeaders }[] = [];
 
-function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: dir, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 25_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** `--json`'s stdout: exactly one line holding one JSON object. */
-function jsonResult(result: CliResult): Record<string, any> {
-  const lines = result.stdout.split("\n").filter((line) => line.trim() !== "");
-  expect(lines, `stdout: ${result.stdout}`).toHaveLength(1);
-  const parsed = JSON.parse(lines[0]!) as unknown;
-  expect(typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)).toBe(true);
-  return parsed as Record<string, any>;
-}
-
-/** A usage mistake: exit 2, one line on stderr, nothing on stdout, no stack trace. */
-function expectUsageError(result: CliResult, pattern: RegExp): void {
-  expect(result.code, result.stderr).toBe(2);
-  expect(result.stdout).toBe("");
-  const lines = result.stderr.split("\n").filter((line) => line.trim() !== "");
-  expect(lines, result.stderr).toHaveLength(1);
-  expect(lines[0]).toMatch(pattern);
-  expect(result.stderr).not.toMatch(/^\s+at /m);
-}
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(dir, args, env);
 
 const FILES: Record<string, string> = {
   "ok.js": `
@@ -383,20 +342,20 @@ describe.concurrent("scriptbox: bad usage exits 2 with one line and no stack tra
 
   it("--memory that is not a size, or below what the engine needs", async () => {
     expectUsageError(await cli(["run", "ok.js", "--memory", "lots"]), /--memory/);
-    expectUsageError(await cli(["run", "ok.js", "--memory", "1mb"]), /memoryBytes/);
+    expectUsageError(await cli(["run", "ok.js", "--memory", "1mb"]), /--memory 1mb is below the 24mb minimum/);
   });
 
   it("--env without NAME=VALUE", async () => {
-    expectUsageError(await cli(["run", "ok.js", "--env", "NOVALUE"]), /--env expects NAME=VALUE/);
+    expectUsageError(await cli(["run", "ok.js", "--env", "NOVALUE"]), /--env NOVALUE: expected NAME=VALUE/);
   });
 
   it("--allow-net with an invalid entry", async () => {
-    expectUsageError(await cli(["run", "ok.js", "--allow-net", "https://example.com/path"]), /invalid entry/);
+    expectUsageError(await cli(["run", "ok.js", "--allow-net", "https://example.com/path"]), /^scriptbox: --allow-net https:\/\/example\.com\/path: /);
   });
 
   it("--secret whose environment variable is not set, or without @origin", async () => {
     expectUsageError(await cli(["run", "ok.js", "--secret", "T=CLI_TEST_UNSET_VARIABLE@https://api.example.com"]), /CLI_TEST_UNSET_VARIABLE is not set/);
-    expectUsageError(await cli(["run", "ok.js", "--secret", "T=CLI_TEST_TOKEN"], { CLI_TEST_TOKEN: "x" }), /--secret expects NAME=ENV_VAR@origin/);
+    expectUsageError(await cli(["run", "ok.js", "--secret", "T=CLI_TEST_TOKEN"], { CLI_TEST_TOKEN: "x" }), /--secret T=CLI_TEST_TOKEN: expected NAME=ENV_VAR@origin/);
   });
 
   it("--secret with a weak value is a usage error that explains why and names --weak-secret", async () => {
@@ -412,12 +371,12 @@ describe.concurrent("scriptbox: bad usage exits 2 with one line and no stack tra
   });
 
   it("--cloud-token-secret without --cloud-url, or naming a secret that was not given", async () => {
-    expectUsageError(await cli(["run", "ok.js", "--cloud-token-secret", "CLOUD_PAT"]), /need --cloud-url/);
+    expectUsageError(await cli(["run", "ok.js", "--cloud-token-secret", "CLOUD_PAT"]), /--cloud-token-secret needs --cloud-url/);
     expectUsageError(await cli(["run", "ok.js", "--cloud-url", origin, "--cloud-token-secret", "CLOUD_PAT"]), /CLOUD_PAT|secret/);
   });
 
   it("--cloud-url that is not an http(s) URL", async () => {
-    expectUsageError(await cli(["run", "ok.js", "--cloud-url", "not a url"]), /cloud\.baseUrl/);
+    expectUsageError(await cli(["run", "ok.js", "--cloud-url", "not a url"]), /--cloud-url not a url: expected an http:\/\/ or https:\/\/ URL/);
   });
 });
 

@@ -177,7 +177,36 @@ describe("garbage answers", () => {
   test("a connection dropped mid-body is a CloudError network_error (status 0)", async () => {
     const error = await value(sandbox, get("/dropped"), { origin: server.origin });
     expect(error).toMatchObject({ name: "CloudError", status: 0, code: "network_error", path: "/api/v1/team" });
-    expect(error.message).toMatch(/^fetch failed/);
+    expect(error.message).toMatch(/^fetch failed: \S/);
+    expect(error.message).not.toMatch(/fetch failed: fetch failed/);
+  });
+
+  test("a refused connection names its cause once: fetch failed: connect ECONNREFUSED …", async () => {
+    // A port that was just free: nothing listens on it.
+    const probe = await startServer((_req, res) => res.end());
+    const closedPort = probe.port;
+    await probe.close();
+    const result = await runScript(
+      `import { CloudClient } from "cloud";
+       export default async () => {
+         try { await new CloudClient({ baseUrl: "http://127.0.0.1:${closedPort}", token: "t" }).team.get(); }
+         catch (e) { return { name: e.name, code: e.code, message: e.message, cause: e.cause.message, causeCause: e.cause.cause.message, stack: e.stack }; }
+       };`,
+      { filename: "cloud-refused.js", net: { allow: [`127.0.0.1:${closedPort}`] } },
+    );
+    // The stack points at the script's call (line 3), not into the cloud library.
+    expect((result as { value: { stack: string } }).value.stack).toMatch(/^CloudError: fetch failed: connect ECONNREFUSED [^\n]*\n\s+at [^\n]*cloud-refused\.js:3:\d+/);
+    expect((result as { value: { stack: string } }).value.stack).not.toContain("scriptbox:");
+    expect(result).toMatchObject({
+      ok: true,
+      value: {
+        name: "CloudError",
+        code: "network_error",
+        message: `fetch failed: connect ECONNREFUSED 127.0.0.1:${closedPort} (network_error, GET /api/v1/team)`,
+        cause: `fetch failed: connect ECONNREFUSED 127.0.0.1:${closedPort}`,
+        causeCause: `connect ECONNREFUSED 127.0.0.1:${closedPort}`,
+      },
+    });
   });
 
   test("a server that never answers ends at the sandbox's fetch timeout, not in a hang", async () => {

@@ -75,3 +75,40 @@ test('a script project with "types": ["scriptbox/guest"] type-checks the example
   const lines = [...output.matchAll(/mistakes\.ts\((\d+),\d+\): error (TS\d+)/g)].map((m) => Number(m[1]));
   expect([...new Set(lines)].sort((a, b) => a - b)).toEqual([5, 6, 7, 8, 9, 10, 11, 12]);
 });
+
+test("the web API types (crypto.subtle, performance, structuredClone, Intl) accept real use and catch mistakes", { timeout: 120_000 }, async () => {
+  const good = scriptProject({
+    "webapis.ts": [
+      "export default async (): Promise<string> => {",
+      '  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode("k"), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);',
+      '  const mac: ArrayBuffer = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode("body"));',
+      '  const ok: boolean = await crypto.subtle.verify({ name: "HMAC" }, key, mac, new Uint8Array(4));',
+      '  const digest = await crypto.subtle.digest("SHA-512", new Uint8Array(0));',
+      '  const jwk = await crypto.subtle.exportKey("jwk", await crypto.subtle.generateKey({ name: "HMAC", hash: { name: "SHA-1" } }, true, ["sign"]));',
+      "  const started: number = performance.now() + performance.timeOrigin;",
+      "  const copy: { when: Date; tags: Set<string> } = structuredClone({ when: new Date(), tags: new Set(['a']) });",
+      '  const money: string = new Intl.NumberFormat("de-DE", { style: "currency", currency: "EUR" }).format(12.5);',
+      "  return [ok, digest.byteLength, jwk.k, started, copy.when.getTime(), money, key instanceof CryptoKey].join();",
+      "};",
+    ].join("\n"),
+  });
+  const ok = await tsc(join(good, "tsconfig.json"));
+  expect(ok.output).toBe("");
+  expect(ok.code).toBe(0);
+
+  const bad = scriptProject({
+    "mistakes.ts": [
+      "export default async () => {",
+      '  await crypto.subtle.sign("HMAC", "not a key", new Uint8Array(1));', // line 2
+      '  await crypto.subtle.importKey("raw", new Uint8Array(1), { name: "HMAC", hash: "SHA-256" }, false, ["encrypt"]);', // line 3
+      '  await crypto.subtle.digest("SHA-256", "text");', // line 4
+      "  const s: string = performance.now();", // line 5
+      "  new CryptoKey();", // line 6
+      "};",
+    ].join("\n"),
+  });
+  const { code, output } = await tsc(join(bad, "tsconfig.json"));
+  expect(code).not.toBe(0);
+  const lines = [...output.matchAll(/mistakes\.ts\((\d+),\d+\): error (TS\d+)/g)].map((m) => Number(m[1]));
+  expect([...new Set(lines)].sort((a, b) => a - b)).toEqual([2, 3, 4, 5, 6]);
+});

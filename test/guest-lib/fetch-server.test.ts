@@ -75,6 +75,39 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
+describe("network failures say what happened (issue 13 §5)", () => {
+  test("a refused connection: TypeError 'fetch failed: connect ECONNREFUSED …', the bare reason as cause, the stack at the fetch() call", async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((resolve) => probe.close(resolve));
+    const v = await guest<Record<string, unknown>>(
+      `try { await fetch("http://127.0.0.1:${port}/"); return "no error"; }
+      catch (e) { return { name: e.name, isTypeError: e instanceof TypeError, message: e.message, cause: e.cause instanceof Error && e.cause.message, stack: e.stack }; }`,
+      { net: { allow: [`127.0.0.1:${port}`] } },
+    );
+    expect(v).toMatchObject({
+      name: "TypeError",
+      isTypeError: true,
+      message: `fetch failed: connect ECONNREFUSED 127.0.0.1:${port}`,
+      cause: `connect ECONNREFUSED 127.0.0.1:${port}`,
+    });
+    // The guest test wraps the body in a default function: its frame is the fetch() caller.
+    expect(v.stack).toMatch(new RegExp(`^TypeError: fetch failed: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\n\\s+at .*guest-test\\.js:2:`));
+    expect(v.stack).not.toContain("scriptbox:");
+  });
+
+  test("an aborted fetch still rejects with the signal's reason, untouched", async () => {
+    const v = await guest<unknown[]>(
+      `const c = new AbortController(); const reason = new Error("my reason");
+      const p = fetch("${origin}/echo", { signal: c.signal }); c.abort(reason);
+      try { await p; } catch (e) { return [e === reason, e.message]; }`,
+      { net: allow },
+    );
+    expect(v).toEqual([true, "my reason"]);
+  });
+});
+
 describe("fetch against a local server", () => {
   test("Fetch §5.6: status, statusText, headers (Set-Cookie kept apart), url, a text body round trip, a relative URL against location", async () => {
     const v = await guest<unknown[]>(

@@ -94,4 +94,36 @@ describe("unhandled promise rejections", () => {
   it("of non-Error reasons are reported too", async () => {
     expect(failure(await sandbox.run("Promise.reject(7); export default () => 1"))).toMatchObject({ message: "Uncaught 7" });
   });
+
+  it("say so: error.origin is \"unhandled-rejection\", and a thrown exception has no origin", async () => {
+    expect(failure(await sandbox.run("Promise.reject(new RangeError('r')); export default () => 1"))).toMatchObject({ origin: "unhandled-rejection", name: "RangeError" });
+    expect(failure(await sandbox.run("export default async () => { (async () => { throw new Error('later') })(); await null; return 1; }"))).toMatchObject({
+      origin: "unhandled-rejection",
+    });
+    expect(failure(await sandbox.run("export default () => { throw new Error('thrown') }"))).not.toHaveProperty("origin");
+    // A rejected default-function promise is the run's own result, not an unhandled rejection.
+    expect(failure(await sandbox.run("export default async () => { throw new Error('returned') }"))).not.toHaveProperty("origin");
+  });
+});
+
+describe("a default export that is not a function (issue 13 §5)", () => {
+  it("is not called: a [scriptbox] warning says so, and the run succeeds with undefined", async () => {
+    for (const [exported, described] of [["{ a: 1 }", "an object"], ["42", "a number"], ["'text'", "a string"], ["null", "null"]]) {
+      const result = await sandbox.run(`export default ${exported};`);
+      expect(result).toMatchObject({ ok: true, value: undefined });
+      expect(result.logs).toEqual([
+        expect.objectContaining({ level: "warn", message: `[scriptbox] the module's default export is ${described}, not a function, so it was not called (export default a function to return a result)` }),
+      ]);
+    }
+  });
+
+  it("fails the run with a TypeError when an input was given", async () => {
+    const error = failure(await sandbox.run("export default { a: 1 };", { input: { x: 1 } }));
+    expect(error).toMatchObject({ kind: "script", name: "TypeError" });
+    expect(error.message).toMatch(/^the module's default export is an object, not a function: the input has nothing to be passed to/);
+  });
+
+  it("no default export at all stays silent", async () => {
+    expect(await sandbox.run("export const value = 1;")).toMatchObject({ ok: true, value: undefined, logs: [] });
+  });
 });

@@ -183,7 +183,8 @@ describe("the bridge validates every argument", () => {
     const report = outcome.value as Record<string, string[]>;
     expect(Object.keys(report).sort()).toEqual(
       [
-        "cloudConfig", "env", "fetch", "fetchAbort", "loadModule", "location", "log", "promiseState", "randomBytes", "secret", "timerStart", "timerStop", "utf8Encode",
+        "cloudConfig", "cryptoDigest", "cryptoHmac", "env", "fetch", "fetchAbort", "intl", "loadModule", "location", "log", "performanceNow",
+        "performanceTimeOrigin", "promiseState", "randomBytes", "secret", "timerStart", "timerStop", "utf8Encode",
         "hostModule", "hostCall", "hostCallSync",
       ].sort(),
     );
@@ -191,9 +192,57 @@ describe("the bridge validates every argument", () => {
       for (const seen of outcomes) expect(seen, `${name}: ${outcomes.join(", ")}`).toMatch(/^(guest TypeError|guest RangeError|returned|rejected|resolved)$/);
     }
     // Functions that take arguments refused the garbage.
-    for (const name of ["log", "timerStart", "timerStop", "loadModule", "randomBytes", "secret", "fetch", "fetchAbort", "utf8Encode", "hostModule", "hostCall", "hostCallSync"]) {
+    for (const name of ["log", "timerStart", "timerStop", "loadModule", "randomBytes", "secret", "fetch", "fetchAbort", "utf8Encode", "hostModule", "hostCall", "hostCallSync", "cryptoDigest", "cryptoHmac", "intl"]) {
       expect(report[name], name).toContain("guest TypeError");
     }
+
+    // Crafted arguments for the bridge functions with structured input (Intl, crypto):
+    // prototype keys, methods outside the allow-list, oversized keys and requests.
+    const crafted = await realm.run(
+      `export default () => {
+        const outcome = (f) => { try { const v = f(); return "returned " + typeof v; } catch (e) { return (e instanceof TypeError || e instanceof RangeError ? "guest " : "other ") + e.name; } };
+        const intl = (request) => outcome(() => rawBridge.intl(typeof request === "string" ? request : JSON.stringify(request)));
+        return {
+          proto: intl(["__proto__", null, null, "format", []]),
+          ctorMethod: intl(["NumberFormat", null, null, "constructor", []]),
+          protoMethod: intl(["NumberFormat", null, null, "__proto__", []]),
+          notAllowedFn: intl(["Intl", null, null, "DateTimeFormat", []]),
+          badLocale: intl(["NumberFormat", "not a locale!", null, "format", [1]]),
+          badOptions: intl(["NumberFormat", null, { style: "currency" }, "format", [1]]),
+          arrayOptions: intl(["NumberFormat", null, [], "format", [1]]),
+          hugeBigInt: intl(["NumberFormat", null, null, "format", [{ $bigint: "9".repeat(5000) }]]),
+          huge: intl("[" + "1,".repeat(200000) + "1]"),
+          notJson: intl("{"),
+          ok: intl(["NumberFormat", "en", null, "format", [1234.5]]),
+          manyFormatters: outcome(() => { for (let i = 0; i < 500; i++) rawBridge.intl(JSON.stringify(["NumberFormat", "en", { minimumFractionDigits: i % 20 }, "format", [1]])); }),
+          digestProtoHash: outcome(() => rawBridge.cryptoDigest("constructor", new ArrayBuffer(1))),
+          digestView: outcome(() => rawBridge.cryptoDigest("SHA-256", new Uint8Array(4))),
+          hmacHugeKey: outcome(() => rawBridge.cryptoHmac("SHA-256", new ArrayBuffer(1024 * 1024), new ArrayBuffer(1))),
+          hmacOk: outcome(() => rawBridge.cryptoHmac("SHA-256", new ArrayBuffer(1), new ArrayBuffer(1))),
+        };
+      }`,
+      "hostile-crafted.js",
+      undefined,
+    );
+    expect(crafted.ok, JSON.stringify(crafted)).toBe(true);
+    expect(crafted.value).toEqual({
+      proto: "guest TypeError",
+      ctorMethod: "guest TypeError",
+      protoMethod: "guest TypeError",
+      notAllowedFn: "guest TypeError",
+      badLocale: "guest RangeError",
+      badOptions: "guest TypeError",
+      arrayOptions: "guest TypeError",
+      hugeBigInt: "returned string", // not revived past 400 digits: an object, which formats as "NaN"
+      huge: "guest TypeError",
+      notJson: "guest TypeError",
+      ok: "returned string",
+      manyFormatters: "returned undefined",
+      digestProtoHash: "guest TypeError",
+      digestView: "guest TypeError",
+      hmacHugeKey: "guest TypeError",
+      hmacOk: "returned object",
+    });
     realm.dispose();
   });
 });

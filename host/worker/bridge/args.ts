@@ -56,3 +56,18 @@ export function functionArg(ctx: QuickJSContext, handle: QuickJSHandle | undefin
   if (handle === undefined || ctx.typeof(handle) !== "function") throw new BridgeArgumentError(`${what} must be a function`);
   return handle.dup();
 }
+
+/**
+ * Lends the bytes of an ArrayBuffer argument to `use` without copying them out of the
+ * engine. `use` must not call into the engine (the view dies when the wasm heap grows).
+ */
+export function withBytesArg<T>(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string, use: (bytes: Uint8Array) => T): T {
+  if (handle === undefined || ctx.typeof(handle) !== "object" || ctx.sameValue(handle, ctx.null)) throw new BridgeArgumentError(`${what} must be an ArrayBuffer`);
+  let view;
+  try {
+    view = ctx.getArrayBuffer(handle);
+  } catch {
+    throw new BridgeArgumentError(`${what} must be an ArrayBuffer`);
+  }
+  return view.consume((bytes) => use(bytes.value));
+}

@@ -7,11 +7,14 @@ import { consoleFunctions } from "./console.js";
 import { cryptoFunctions } from "./crypto.js";
 import { fetchFunctions } from "./fetch.js";
 import { hostModuleFunctions } from "./host-modules.js";
+import { intlFunctions } from "./intl.js";
 import { introspectionFunctions } from "./introspection.js";
 import { moduleFunctions } from "./modules.js";
+import { performanceFunctions } from "./performance.js";
 import { runtimeFunctions } from "./runtime.js";
 import { textFunctions } from "./text.js";
 import { timerFunctions } from "./timers.js";
+import { webCryptoFunctions } from "./webcrypto.js";
 
 export type BridgeFunction = (...args: QuickJSHandle[]) => QuickJSHandle | undefined;
 export type BridgeFunctions = Record<string, BridgeFunction>;
@@ -28,6 +31,9 @@ export function createBridge(realm: Realm): QuickJSHandle {
     ...introspectionFunctions(realm),
     ...textFunctions(realm),
     ...hostModuleFunctions(realm),
+    ...webCryptoFunctions(realm),
+    ...performanceFunctions(realm),
+    ...intlFunctions(realm),
   };
   const bridge = ctx.newObject();
   for (const [name, impl] of Object.entries(functions)) {
