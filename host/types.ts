@@ -116,6 +116,13 @@ export interface AbortSignalLike {
   removeEventListener(type: "abort", listener: () => void): void;
 }
 
+/**
+ * AbortSignal as the embedder's type libraries declare it (Node's or the DOM's), so that a
+ * context's signal can be handed to fetch or a database driver; the part scriptbox uses
+ * where neither library is present.
+ */
+export type AbortSignalType = typeof globalThis extends { AbortSignal: { prototype: infer S } } ? S : AbortSignalLike;
+
 /** Options of one call into a sandbox (every run, load and call takes them). Unknown keys are errors. */
 export interface CallOptions {
   /**

@@ -1,10 +1,11 @@
 // Public types of host modules (re-exported by src/index.ts).
+import type { AbortSignalType } from "../types.js";
 import type { SyncHostFunction } from "./host-sync.js";
 
 /** `this` of every host function call. */
 export interface HostCallContext {
   /** Aborts when the run (or plugin load or call) that made the call ends, for any reason. */
-  readonly signal: AbortSignal;
+  readonly signal: AbortSignalType;
   /** The sandbox's id (unique in this process). */
   readonly sandboxId: number;
   /** The run's (or plugin's) filename. */
