@@ -4,9 +4,10 @@ import { resolveSandboxConfig } from "./options.js";
 import { sharedPool, WorkerLostError, type WorkerConnection, type WorkerPool } from "./pool.js";
 import type { ActivationOutcome } from "./protocol.js";
 import { StackMapper } from "./source-map.js";
-import { bundleScriptFile, prepareSource, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
+import { prepareSource, ScriptImportError, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
+import { bundleEntryFile, bundleSource, type NamedModules } from "./bundle/bundle.js";
 import { SandboxDisposedError, ScriptError } from "./errors.js";
-import type { LoadOptions, RunOptions, RunResult, SandboxError, SandboxOptions } from "./types.js";
+import type { LoadOptions, RunOptions, RunResult, SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
 import { formatBytes } from "./limits.js";
 
@@ -15,13 +16,39 @@ let nextPluginId = 1;
 
 const EMPTY_STATS = { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0 };
 
-function syntaxResult(error: ScriptSyntaxError): RunResult {
+/** A script that could not be prepared: a syntax error (kind "syntax") or an import the bundler refused (kind "script", name "ImportError"). */
+function preparationResult(error: ScriptSyntaxError | ScriptImportError): RunResult & { ok: false } {
+  const kind = error instanceof ScriptSyntaxError ? "syntax" : "script";
   return {
     ok: false,
-    error: { kind: "syntax", name: "SyntaxError", message: error.message, stack: `SyntaxError: ${error.message}\n    at ${error.location}` },
+    error: { kind, name: error.name, message: error.message, stack: `${error.name}: ${error.message}\n    at ${error.location}` },
     logs: [],
     stats: { ...EMPTY_STATS },
   };
+}
+
+function isPreparationError(error: unknown): error is ScriptSyntaxError | ScriptImportError {
+  return error instanceof ScriptSyntaxError || error instanceof ScriptImportError;
+}
+
+function checkModules(modules: unknown): NamedModules | undefined {
+  if (modules === undefined) return undefined;
+  if (typeof modules !== "object" || modules === null) throw new TypeError("modules must be an object of { source } by module name");
+  for (const [name, module] of Object.entries(modules)) {
+    if (name === "" || /[\0\n\r]/.test(name) || name.startsWith(".") || name.startsWith("/")) throw new TypeError(`modules: "${name}" is not a bare module name`);
+    const m = module as { source?: unknown; filename?: unknown };
+    if (typeof m?.source !== "string") throw new TypeError(`modules.${name}.source must be a string`);
+    if (m.filename !== undefined) checkFilename(m.filename);
+  }
+  return modules as NamedModules;
+}
+
+/** Source to one module: transpiled as is, or bundled when it may import files, packages or named modules. */
+function prepare(source: string, filename: string, options: { resolveDir?: string; modules?: unknown }): Promise<PreparedSource> {
+  const modules = checkModules(options.modules);
+  if (options.resolveDir === undefined && modules === undefined) return prepareSource(source, filename);
+  if (options.resolveDir !== undefined && typeof options.resolveDir !== "string") throw new TypeError("resolveDir must be a string");
+  return bundleSource(source, { filename, resolveDir: options.resolveDir, modules });
 }
 
 /** Frames inside the guest library ("at encode (scriptbox:marshal:2:905)") are noise to script authors. */
@@ -93,17 +120,18 @@ export class Sandbox {
     const input = toCrossable(options.input, "input");
     let prepared: PreparedSource;
     try {
-      prepared = await prepareSource(source, filename);
+      prepared = await prepare(source, filename, options);
     } catch (error) {
-      if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
+      if (isPreparationError(error)) return preparationResult(error) as RunResult<T>;
       throw error;
     }
     return this.#runPrepared(prepared, input) as Promise<RunResult<T>>;
   }
 
   /**
-   * Runs a script file with its relative imports (bundled by esbuild, confined to the
-   * file's folder). The only file access scriptbox offers; the guest itself has none.
+   * Runs a script file with its relative imports (confined to the file's folder) and the
+   * npm packages it imports, bundled by esbuild on this thread and cached by content.
+   * The only file access scriptbox offers; the guest itself has none.
    */
   async runFile<T = unknown>(path: string, options: Omit<RunOptions, "filename"> = {}): Promise<RunResult<T>> {
     this.#assertUsable();
@@ -111,9 +139,9 @@ export class Sandbox {
     const input = toCrossable(options.input, "input");
     let prepared: PreparedSource;
     try {
-      prepared = await bundleScriptFile(path);
+      prepared = await bundleEntryFile(path);
     } catch (error) {
-      if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
+      if (isPreparationError(error)) return preparationResult(error) as RunResult<T>;
       throw error;
     }
     return this.#runPrepared(prepared, input) as Promise<RunResult<T>>;
@@ -131,9 +159,9 @@ export class Sandbox {
     const filename = checkFilename(options.filename ?? "plugin.js");
     let prepared: PreparedSource;
     try {
-      prepared = await prepareSource(source, filename);
+      prepared = await prepare(source, filename, options);
     } catch (error) {
-      if (error instanceof ScriptSyntaxError) throw new ScriptError(syntaxResult(error).ok ? (undefined as never) : (syntaxResult(error) as { error: SandboxError }).error);
+      if (isPreparationError(error)) throw new ScriptError(preparationResult(error).error);
       throw error;
     }
     const pluginId = nextPluginId++;
@@ -281,10 +309,10 @@ export function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
 
 /** One-shot: create a sandbox, run the script, dispose the sandbox. */
 export async function runScript<T = unknown>(source: string, options: SandboxOptions & RunOptions = {}): Promise<RunResult<T>> {
-  const { filename, input, ...sandboxOptions } = options;
+  const { filename, input, resolveDir, modules, ...sandboxOptions } = options;
   const sandbox = await createSandbox(sandboxOptions);
   try {
-    return await sandbox.run<T>(source, { filename, input });
+    return await sandbox.run<T>(source, { filename, input, resolveDir, modules });
   } finally {
     await sandbox.dispose();
   }

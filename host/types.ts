@@ -74,8 +74,20 @@ export interface RunOptions {
   filename?: string;
   /** Passed to the script's default-exported function. JSON-like data, Dates and bytes. */
   input?: unknown;
+  /**
+   * A folder the source is treated as living in: its relative imports (confined to this
+   * folder) and npm packages (from the node_modules folders visible from it) are bundled
+   * with it, as for `runFile`. Without it a source script imports only builtin and named modules.
+   */
+  resolveDir?: string;
+  /** Source modules the script imports by bare name: `{ lib: { source: "export const x = 1" } }` (TypeScript when `filename` ends in .ts). */
+  modules?: Record<string, { source: string; filename?: string }>;
 }
 
 export interface LoadOptions {
   filename?: string;
+  /** As for RunOptions. */
+  resolveDir?: string;
+  /** As for RunOptions. */
+  modules?: Record<string, { source: string; filename?: string }>;
 }
