@@ -8,7 +8,7 @@ import { realpathSync, existsSync } from "node:fs";
 import { dirname, join, relative, resolve, isAbsolute } from "node:path";
 import { ScriptImportError, ScriptSyntaxError, isTypeScript, type PreparedSource } from "../transpile.js";
 import { BundleCache, fingerprintsOf, sha256 } from "./bundle-cache.js";
-import { IMPORT_ERROR, importRules, VIRTUAL_NAMESPACE } from "./import-rules.js";
+import { IMPORT_ERROR, importRules } from "./import-rules.js";
 
 /** Source modules a script imports by bare name (`modules: { lib: { source } }`). */
 export type NamedModules = Record<string, { source: string; filename?: string }>;
@@ -93,7 +93,7 @@ async function bundle(options: BuildOptions, root: string, modules: NamedModules
   const map = result.outputFiles!.find((file) => file.path.endsWith(".map"))?.text ?? null;
   const prepared = { code, filename, map };
   for (const input of Object.keys(result.metafile!.inputs)) {
-    if (input === "<stdin>" || input.startsWith(`${VIRTUAL_NAMESPACE}:`)) continue;
+    if (input === "<stdin>" || /^scriptbox-[a-z]+:/.test(input)) continue; // not files: nothing to fingerprint
     watched.add(resolve(process.cwd(), input));
   }
   bundleCache.set(key, prepared, fingerprintsOf(watched), diskDir);

@@ -15,6 +15,7 @@ import type { ImportKind, Plugin, PluginBuild } from "esbuild";
 export const BUILTIN_MODULES = ["http", "cloud", "runtime"];
 
 export const VIRTUAL_NAMESPACE = "scriptbox-module";
+const DISABLED_NAMESPACE = "scriptbox-disabled";
 
 export interface ImportRulesOptions {
   /** Relative imports of the script's own files must stay inside this folder. */
@@ -109,7 +110,10 @@ export function importRules(options: ImportRulesOptions): Plugin {
         if (specifier.startsWith("node:") || isBuiltin(specifier)) {
           // A package may map a built-in away for browsers ("browser": { "fs": false }).
           const mapped = fromPackage ? await resolveInner(build, specifier, inputs) : null;
-          if (mapped && mapped.errors.length === 0 && !mapped.external) return { path: mapped.path, namespace: mapped.namespace };
+          if (mapped && mapped.errors.length === 0 && !mapped.external) {
+            // esbuild answers a `false` mapping with an empty namespace: serve an empty module, as it would.
+            return mapped.namespace === "" ? { path: specifier, namespace: DISABLED_NAMESPACE } : { path: mapped.path, namespace: mapped.namespace };
+          }
           const who = importerLabel(args.importer, packageFiles);
           const advice = fromPackage
             ? `use a version or alternative of ${who.slice(8)} made for browsers or web workers, or run that part on the host and pass its result in as input`
@@ -146,6 +150,8 @@ export function importRules(options: ImportRulesOptions): Plugin {
         }
         return { path: real, sideEffects: resolved.sideEffects };
       });
+
+      build.onLoad({ filter: /.*/, namespace: DISABLED_NAMESPACE }, () => ({ contents: "", loader: "js" }));
 
       build.onLoad({ filter: /.*/, namespace: VIRTUAL_NAMESPACE }, (args) => {
         const module = options.modules[args.path]!;
