@@ -2,7 +2,7 @@
 // same run, as ratios. A script that reports, never a test that asserts: this machine is
 // noisy, so compare ratios, not absolute times, between runs.
 //
-//   node bench/run.mjs [--quick] [--only sandbox,http,emulator] [--markdown]
+//   node bench/run.mjs [--quick] [--only sandbox,http,packages,emulator] [--markdown]
 //
 // --quick      fewer samples (a smoke run, ~30 s)
 // --only       run some sections only
@@ -157,6 +157,13 @@ await section("http", "HTTP (issue 3): guest fetch vs undici.fetch in the host, 
   for (const line of table(["figure", "guest", "host undici.fetch", "ratio", "target", "note"], rows)) out(line);
   out("Rates are medians over rounds; each ratio is the median of the rounds' own ratios (guest and host measured back to back, alternating which goes first).");
   out("The host baseline reads each small body with arrayBuffer() (bench/fetch-host.mjs); the guest with text().");
+});
+
+await section("packages", "Packages in scripts (issue 13): a zod script vs the same check without a package, as files (runFile)", async () => {
+  const { benchPackages } = await import("./packages.mjs");
+  const rows = await benchPackages({ quick });
+  for (const [figure, ours, bare, r] of rows) md(`packages: ${figure.trim()}`, ours, `${bare} (no package)`, r, "");
+  for (const line of table(["figure", "zod script", "no package", "ratio", "spread", "note"], rows)) out(line);
 });
 
 await section("emulator", "Emulator (issue 4)", async () => {
