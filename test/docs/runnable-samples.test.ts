@@ -55,8 +55,8 @@ function run(sample: Sample, folder: { dir: string; bin: string }) {
 
 const WITH_SAMPLES = DOCS.filter((doc) => samplesOf(join(ROOT, doc)).some((s) => s.action === "run"));
 
-it("the marker is in use: README.md and docs/packages.md have runnable samples", () => {
-  expect(WITH_SAMPLES).toEqual(expect.arrayContaining(["README.md", "docs/packages.md"]));
+it("the marker is in use: README.md, docs/cloud.md and docs/packages.md have runnable samples", () => {
+  expect(WITH_SAMPLES).toEqual(expect.arrayContaining(["README.md", "docs/cloud.md", "docs/packages.md"]));
 });
 
 describe.each(WITH_SAMPLES)("%s", (doc) => {
