@@ -33,11 +33,15 @@ export function isTypeScript(filename: string): boolean {
   return /\.(ts|mts|cts|tsx)$/i.test(filename);
 }
 
+/** "file:line:column" (1-based column) of an esbuild message, or the file alone. */
+export function locationOf(message: Message, fallbackFile: string): string {
+  return message.location ? `${message.location.file || fallbackFile}:${message.location.line}:${message.location.column + 1}` : fallbackFile;
+}
+
 function syntaxErrorFrom(error: unknown, fallbackFile: string): never {
   const first = (error as { errors?: Message[] }).errors?.[0];
   if (!first) throw error;
-  const where = first.location ? `${first.location.file || fallbackFile}:${first.location.line}:${first.location.column + 1}` : fallbackFile;
-  throw new ScriptSyntaxError(where, first.text);
+  throw new ScriptSyntaxError(locationOf(first, fallbackFile), first.text);
 }
 
 export async function prepareSource(source: string, filename: string): Promise<PreparedSource> {

@@ -18,7 +18,13 @@ interface Entry {
   fingerprints: Fingerprints;
 }
 
+/** Memory held by cached bundles (code and source map), whatever the number of entries. */
+const MEMORY_BYTES = 64 * 1024 * 1024;
 const MEMORY_ENTRIES = 64;
+
+function sizeOf(entry: Entry): number {
+  return entry.prepared.code.length + (entry.prepared.map?.length ?? 0);
+}
 
 export function sha256(data: string | Buffer): string {
   return createHash("sha256").update(data).digest("hex");
@@ -67,6 +73,7 @@ function stillValid(fingerprints: Fingerprints): boolean {
 
 export class BundleCache {
   readonly #memory = new Map<string, Entry>();
+  #memoryBytes = 0;
   /** Bundles built (cache misses) in this process: for tests and the bench. */
   builds = 0;
 
@@ -75,7 +82,7 @@ export class BundleCache {
     let entry = this.#memory.get(key);
     if (!entry && diskDir) entry = readDiskEntry(diskDir, key);
     if (!entry || !stillValid(entry.fingerprints)) {
-      this.#memory.delete(key);
+      this.#forget(key);
       return undefined;
     }
     this.#remember(key, entry);
@@ -91,12 +98,21 @@ export class BundleCache {
 
   clear(): void {
     this.#memory.clear();
+    this.#memoryBytes = 0;
+  }
+
+  #forget(key: string): void {
+    const entry = this.#memory.get(key);
+    if (!entry) return;
+    this.#memory.delete(key);
+    this.#memoryBytes -= sizeOf(entry);
   }
 
   #remember(key: string, entry: Entry): void {
-    this.#memory.delete(key); // re-insert: Map order is the LRU order
+    this.#forget(key); // re-insert: Map order is the LRU order
     this.#memory.set(key, entry);
-    if (this.#memory.size > MEMORY_ENTRIES) this.#memory.delete(this.#memory.keys().next().value!);
+    this.#memoryBytes += sizeOf(entry);
+    while (this.#memory.size > 1 && (this.#memory.size > MEMORY_ENTRIES || this.#memoryBytes > MEMORY_BYTES)) this.#forget(this.#memory.keys().next().value!);
   }
 }
 

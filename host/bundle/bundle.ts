@@ -5,8 +5,8 @@
 // modules, and by the queue's submit. Results are cached by content (see bundle-cache.ts).
 import { build, version as esbuildVersion, type BuildFailure, type BuildOptions, type Message } from "esbuild";
 import { realpathSync, existsSync } from "node:fs";
-import { dirname, join, relative, resolve, isAbsolute } from "node:path";
-import { ScriptImportError, ScriptSyntaxError, isTypeScript, type PreparedSource } from "../transpile.js";
+import { dirname, join, relative, resolve } from "node:path";
+import { ScriptImportError, ScriptSyntaxError, isTypeScript, locationOf, type PreparedSource } from "../transpile.js";
 import { BundleCache, fingerprintsOf, sha256 } from "./bundle-cache.js";
 import { IMPORT_ERROR, importRules } from "./import-rules.js";
 
@@ -70,7 +70,7 @@ function failureOf(error: unknown, fallbackFile: string): Error {
   if (!errors?.length) return error as Error;
   const importProblem = errors.find((e) => e.detail === IMPORT_ERROR || /^Could not resolve/.test(e.text));
   const first: Message = importProblem ?? errors[0]!;
-  const where = first.location ? `${first.location.file || fallbackFile}:${first.location.line}:${first.location.column + 1}` : fallbackFile;
+  const where = locationOf(first, fallbackFile);
   return importProblem ? new ScriptImportError(where, first.text) : new ScriptSyntaxError(where, first.text);
 }
 
@@ -121,7 +121,6 @@ export async function bundleSource(source: string, options: SourceBundleOptions)
   const modules = options.modules ?? {};
   let root = process.cwd();
   if (options.resolveDir !== undefined) {
-    if (!isAbsolute(options.resolveDir) && !options.resolveDir.startsWith(".")) throw new TypeError("resolveDir must be a folder path");
     try {
       root = realpathSync(resolve(options.resolveDir));
     } catch {

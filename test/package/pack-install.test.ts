@@ -1,4 +1,4 @@
-// The installable library: `npm pack` (its prepack script builds dist/) produces a tarball
+// The installable library: `npm pack` of a fresh clone (its prepack script builds dist/) produces a tarball
 // that a fresh app installs without the emulator's server stack (no native compile), and
 // then uses: createSandbox from a Node program, the types under a strict tsc, and
 // `npx scriptbox run`; `scriptbox emulator` says how to get the missing packages.
@@ -8,9 +8,9 @@
 // a strictly `--offline` install fails with ENOTCACHED on a fresh machine; with the
 // metadata cached (a second run) nothing is fetched.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -30,13 +30,31 @@ function run(command: string, args: string[]) {
   return { code: child.status, stdout: child.stdout, stderr: child.stderr };
 }
 
+/**
+ * The repository as a fresh clone has it (the files git tracks or would track: no dist/),
+ * with the installed node_modules linked in. Packing the copy proves that prepack builds
+ * dist/, and the build never rewrites the dist/ other test files are using meanwhile.
+ */
+function freshClone(into: string): string {
+  const files = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", "-z"], { cwd: REPO, encoding: "utf8" }).split("\0").filter(Boolean);
+  for (const file of files) {
+    if (!existsSync(join(REPO, file))) continue; // deleted in the work tree
+    mkdirSync(dirname(join(into, file)), { recursive: true });
+    copyFileSync(join(REPO, file), join(into, file));
+  }
+  symlinkSync(join(REPO, "node_modules"), join(into, "node_modules"), "dir");
+  return into;
+}
+
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), "scriptbox-pack-"));
   app = join(work, "app");
+  const clone = freshClone(join(work, "clone"));
+  expect(existsSync(join(clone, "dist"))).toBe(false);
   // A real `npm pack`, prepack (the build) included.
-  npm(["pack", "--pack-destination", work], REPO);
+  npm(["pack", "--pack-destination", work], clone);
   const tarball = readdirSync(work).find((f) => /^scriptbox-.*\.tgz$/.test(f))!;
-  execFileSync("mkdir", [app]);
+  mkdirSync(app);
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "embedding-app", private: true, type: "module" }));
   npm(["install", "--prefer-offline", "--no-audit", "--no-fund", join(work, tarball)], app);
 }, 600_000);
