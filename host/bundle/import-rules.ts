@@ -128,6 +128,10 @@ export function importRules(options: ImportRulesOptions): Plugin {
               `it can import the builtin modules (${builtinsList})${named.length ? ` and the modules passed by name (${named.join(", ")})` : ""}`,
           );
         }
+        // "pkg/../../secrets.json" would leave the package for any file on the host.
+        if (/(^|\/)\.\.?(\/|$)/.test(specifier) || specifier.includes("\\") || specifier.includes(":")) {
+          return importError(`Cannot import "${specifier}": a package path may not contain "." or ".." segments, backslashes or a scheme`);
+        }
         const name = packageNameOf(specifier);
         const resolveDir = args.resolveDir || options.root;
         const resolved = await resolveInner(build, specifier, { ...inputs, resolveDir });

@@ -106,6 +106,26 @@ describe("imports that cannot work are clear ImportErrors, not syntax errors", (
     }
   });
 
+  it("a package path cannot climb out of the package to other files of the host", async () => {
+    const root = mkdtempSync(join(tmpdir(), "scriptbox-pkg-"));
+    writeFiles(root, {
+      "node_modules/plain/package.json": `{ "name": "plain", "version": "1.0.0" }`,
+      "node_modules/plain/index.js": `export default 1;`,
+      "private.json": `{ "password": "hunter2" }`,
+      "app/climb.js": `import data from "plain/../../private.json"; export default () => data;`,
+      "app/scheme.js": `import data from "file:///etc/hostname"; export default () => data;`,
+    });
+    try {
+      for (const file of ["climb.js", "scheme.js"]) {
+        const result = await sandbox.runFile(join(root, "app", file));
+        expect(result).toMatchObject({ ok: false, error: { kind: "script", name: "ImportError" } });
+        expect(JSON.stringify(result)).not.toContain("hunter2");
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it("package exports resolve with the worker/browser conditions before the default", async () => {
     const root = mkdtempSync(join(tmpdir(), "scriptbox-pkg-"));
     writeFiles(root, {
