@@ -2,10 +2,10 @@
 // same run, as ratios. A script that reports, never a test that asserts: this machine is
 // noisy, so compare ratios, not absolute times, between runs.
 //
-//   node bench/run.mjs [--quick] [--only sandbox,host-modules,http,webapis,emulator,tenancy,queue] [--markdown]
+//   node bench/run.mjs [--quick] [--only sandbox,host-modules,http,webapis,packages,emulator,tenancy,queue] [--markdown]
 //
 // --quick      fewer samples (a smoke run, ~30 s)
-// --only       run some sections only (sandbox, host-modules, http, webapis, queue, emulator, tenancy)
+// --only       run some sections only (sandbox, host-modules, http, webapis, packages, queue, emulator, tenancy)
 // --markdown   also print the figures as rows of the table in docs/performance.md
 //
 // Needs the built package (npm run bench builds first). Re-executes itself with
@@ -229,6 +229,13 @@ await section("webapis", "Web APIs computed by the host (issue 13): each operati
   rows.push(["performance.now()", formatMs(r.now.p50), "", "", `${pct(r.now)}, n=${r.now.samples}`]);
   for (const line of table(["figure", "in the sandbox (p50)", "host directly (p50)", "ratio", "note"], rows)) out(line);
   out("Timed in the guest with performance.now() (5 µs steps): figures below ~10 µs are at the clock's resolution.");
+});
+
+await section("packages", "Packages in scripts (issue 13): a zod script vs the same check without a package, as files (runFile)", async () => {
+  const { benchPackages } = await import("./packages.mjs");
+  const rows = await benchPackages({ quick });
+  for (const [figure, ours, bare, r] of rows) md(`packages: ${figure.trim()}`, ours, `${bare} (no package)`, r, "");
+  for (const line of table(["figure", "zod script", "no package", "ratio", "spread", "note"], rows)) out(line);
 });
 
 await section("emulator", "Emulator (issue 4)", async () => {

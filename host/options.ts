@@ -14,7 +14,7 @@ import type { EngineVariantName } from "./engine/wasm-binary.js";
 
 const KNOWN_OPTIONS = new Set(["limits", "net", "env", "secrets", "cloud", "location", "onLog", "isolate", "engineVariant", "modules"]);
 /** Options of one run, load or call (RunOptions); runScript takes them beside the sandbox's. */
-export const RUN_OPTION_KEYS = ["filename", "input", "signal", "queueTimeoutMs", "modules"] as const;
+export const RUN_OPTION_KEYS = ["filename", "input", "signal", "queueTimeoutMs", "modules", "resolveDir", "sourceModules"] as const;
 
 function plainObject(value: unknown, what: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`${what} must be an object`);
@@ -38,6 +38,9 @@ export interface ResolvedRunOptions {
   queueTimeoutMs: number | null;
   /** Host modules this run adds or overrides (validated by host/host-modules/declaration.ts). */
   modules: unknown;
+  /** Bundling of source scripts (host/bundle/): checked where the source is prepared. */
+  resolveDir: unknown;
+  sourceModules: unknown;
 }
 
 /**
@@ -46,7 +49,7 @@ export interface ResolvedRunOptions {
  * silently ignored.
  */
 export function resolveRunOptions(options: unknown, what = "run options", allowed: readonly string[] = RUN_OPTION_KEYS): ResolvedRunOptions {
-  if (options === undefined || options === null) return { filename: undefined, input: undefined, signal: null, queueTimeoutMs: null, modules: undefined };
+  if (options === undefined || options === null) return { filename: undefined, input: undefined, signal: null, queueTimeoutMs: null, modules: undefined, resolveDir: undefined, sourceModules: undefined };
   const raw = plainObject(options, what);
   for (const key of Object.keys(raw)) {
     if (!allowed.includes(key)) throw new TypeError(`unknown ${what} key "${key}" (known: ${allowed.join(", ")})`);
@@ -63,6 +66,8 @@ export function resolveRunOptions(options: unknown, what = "run options", allowe
     signal: (signal as AbortSignal | undefined) ?? null,
     queueTimeoutMs: (queueTimeoutMs as number | undefined) ?? null,
     modules: own(raw, "modules"),
+    resolveDir: own(raw, "resolveDir"),
+    sourceModules: own(raw, "sourceModules"),
   };
 }
 

@@ -12,7 +12,8 @@ import { own, resolveRunOptions, resolveSandboxConfig, RUN_OPTION_KEYS, type Res
 import { sharedPool, WorkerLostError, type WorkerConnection, type WorkerPool } from "./pool.js";
 import type { ActivationOutcome, ActivationRequest, SandboxConfig } from "./protocol.js";
 import { StackMapper } from "./source-map.js";
-import { bundleScriptFile, prepareSource, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
+import { prepareSource, ScriptImportError, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
+import { bundleEntryFile, bundleSource, type NamedModules } from "./bundle/bundle.js";
 import { SandboxDisposedError, ScriptError } from "./errors.js";
 import type { CallOptions, LoadOptions, LogEntry, RunOptions, RunResult, SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
@@ -39,13 +40,42 @@ const MAX_MOVES = 3;
  */
 const ABORT_ANSWER_WAIT_MS = 50;
 
-function syntaxResult(error: ScriptSyntaxError): RunResult & { ok: false } {
+/** A script that could not be prepared: a syntax error (kind "syntax") or an import the bundler refused (kind "script", name "ImportError"). */
+function preparationResult(error: ScriptSyntaxError | ScriptImportError): RunResult & { ok: false } {
+  const kind = error instanceof ScriptSyntaxError ? "syntax" : "script";
   return {
     ok: false,
-    error: { kind: "syntax", name: "SyntaxError", message: error.message, stack: `SyntaxError: ${error.message}\n    at ${error.location}` },
+    error: { kind, name: error.name, message: error.message, stack: `${error.name}: ${error.message}\n    at ${error.location}` },
     logs: [],
     stats: { ...EMPTY_STATS },
   };
+}
+
+function isPreparationError(error: unknown): error is ScriptSyntaxError | ScriptImportError {
+  return error instanceof ScriptSyntaxError || error instanceof ScriptImportError;
+}
+
+function checkSourceModules(modules: unknown): NamedModules | undefined {
+  if (modules === undefined) return undefined;
+  if (typeof modules !== "object" || modules === null) throw new TypeError("sourceModules must be an object of { source } by module name");
+  for (const [name, module] of Object.entries(modules)) {
+    if (name === "" || /[\0\n\r]/.test(name) || name.startsWith(".") || name.startsWith("/")) throw new TypeError(`sourceModules: "${name}" is not a bare module name`);
+    const m = module as { source?: unknown; filename?: unknown };
+    if (typeof m?.source !== "string") throw new TypeError(`sourceModules.${name}.source must be a string`);
+    if (m.filename !== undefined) checkFilename(m.filename);
+  }
+  return modules as NamedModules;
+}
+
+/**
+ * Source to one module: transpiled as is, or bundled when it may import files, packages
+ * or source modules. `hostModules` (the names of the run's host modules) stay imports.
+ */
+function prepare(source: string, filename: string, options: ResolvedRunOptions, hostModules: readonly string[]): Promise<PreparedSource> {
+  const sourceModules = checkSourceModules(options.sourceModules);
+  if (options.resolveDir === undefined && sourceModules === undefined) return prepareSource(source, filename);
+  if (typeof options.resolveDir !== "string" && options.resolveDir !== undefined) throw new TypeError("resolveDir must be a string");
+  return bundleSource(source, { filename, resolveDir: options.resolveDir, modules: sourceModules, hostModules });
 }
 
 /** Frames inside the guest library ("at encode (scriptbox:marshal:2:905)") are noise to script authors. */
@@ -190,17 +220,18 @@ export class Sandbox {
     const runModules = this.#hostModules.forRun(runOptions.modules);
     let prepared: PreparedSource;
     try {
-      prepared = await prepareSource(source, filename);
+      prepared = await prepare(source, filename, runOptions, this.#hostModules.names(runModules));
     } catch (error) {
-      if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
+      if (isPreparationError(error)) return preparationResult(error) as RunResult<T>;
       throw error;
     }
     return this.#runPrepared(prepared, input, runOptions, runModules) as Promise<RunResult<T>>;
   }
 
   /**
-   * Runs a script file with its relative imports (bundled by esbuild, confined to the
-   * file's folder). The only file access scriptbox offers; the guest itself has none.
+   * Runs a script file with its relative imports (confined to the file's folder) and the
+   * npm packages it imports, bundled by esbuild on this thread and cached by content.
+   * The only file access scriptbox offers; the guest itself has none.
    */
   async runFile<T = unknown>(path: string, options: Omit<RunOptions, "filename"> | null = {}): Promise<RunResult<T>> {
     this.#assertUsable();
@@ -211,16 +242,16 @@ export class Sandbox {
     const runModules = this.#hostModules.forRun(runOptions.modules);
     let prepared: PreparedSource;
     try {
-      prepared = await bundleScriptFile(path, this.#hostModules.names(runModules));
+      prepared = await bundleEntryFile(path, this.#hostModules.names(runModules));
     } catch (error) {
-      if (error instanceof ScriptSyntaxError) return syntaxResult(error) as RunResult<T>;
+      if (isPreparationError(error)) return preparationResult(error) as RunResult<T>;
       throw error;
     }
     return this.#runPrepared(prepared, input, runOptions, runModules) as Promise<RunResult<T>>;
   }
 
   /**
-   * Runs a script prepared elsewhere (by prepareSource or bundleScriptFile on another
+   * Runs a script prepared elsewhere (by prepareSource or bundleEntryFile on another
    * machine: the script queue's jobs), its source map mapping stacks back to the author's
    * files. The code is run as it is, never transpiled again.
    */
@@ -254,9 +285,9 @@ export class Sandbox {
     const filename = checkFilename(loadOptions.filename ?? "plugin.js");
     let prepared: PreparedSource;
     try {
-      prepared = await prepareSource(source, filename);
+      prepared = await prepare(source, filename, loadOptions, this.#hostModules.names(null));
     } catch (error) {
-      if (error instanceof ScriptSyntaxError) throw new ScriptError(syntaxResult(error).error);
+      if (isPreparationError(error)) throw new ScriptError(preparationResult(error).error);
       throw error;
     }
     const pluginId = nextPluginId++;

@@ -146,8 +146,23 @@ export interface RunOptions extends CallOptions {
   input?: unknown;
   /** Host modules added for this run only (a module of the same name replaces the sandbox's). */
   modules?: HostModules;
+  /**
+   * A folder the source is treated as living in: its relative imports (confined to this
+   * folder) and npm packages (from the node_modules folders visible from it) are bundled
+   * with it, as for `runFile`. Without it a source script imports only builtin, host and source modules.
+   */
+  resolveDir?: string;
+  /**
+   * Source modules the script imports by bare name: `{ lib: { source: "export const x = 1" } }`
+   * (TypeScript when `filename` ends in .ts). Not host modules: those are `modules`.
+   */
+  sourceModules?: Record<string, { source: string; filename?: string }>;
 }
 
 export interface LoadOptions extends CallOptions {
   filename?: string;
+  /** As for RunOptions. */
+  resolveDir?: string;
+  /** As for RunOptions. */
+  sourceModules?: Record<string, { source: string; filename?: string }>;
 }

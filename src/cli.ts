@@ -2,11 +2,11 @@
 // The `scriptbox` command. Argument parsing is commander's; each subcommand hands its
 // parsed options to the module that does the work. Usage mistakes exit 2 with one line.
 import { Command, InvalidArgumentError } from "commander";
-import { runDemoCommand } from "./commands/demo.js";
 import { runCommand } from "./commands/run.js";
 import { registerQueueCommands } from "./commands/queue-cli.js";
 import { addSandboxFlags } from "./commands/sandbox-flags.js";
 import { packageVersion, reportUsageError, UsageError } from "./usage.js";
+import { withEmulatorPackages } from "./emulator-peers.js";
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -49,16 +49,15 @@ program
   .option("--test-clock", "enable POST /__emulator/clock to move the clock forward", false)
   .option("--device-interval <seconds>", "device flow polling interval", parsePositiveNumber, 5)
   .action(async (opts) => {
-    // Loaded here: the emulator's dependencies are not needed to run a script.
-    const { runEmulatorCommand } = await import("../emulator/cli.js");
-    process.exitCode = await runEmulatorCommand(opts);
+    // Loaded here: the emulator's dependencies (optional peers) are not needed to run a script.
+    process.exitCode = await withEmulatorPackages(async () => (await import("../emulator/cli.js")).runEmulatorCommand(opts));
   });
 
 program
   .command("demo")
   .description("start a seeded cloud API emulator and run two example scripts against it")
   .action(async () => {
-    process.exitCode = await runDemoCommand();
+    process.exitCode = await withEmulatorPackages(async () => (await import("./commands/demo.js")).runDemoCommand());
   });
 
 registerQueueCommands(program);

@@ -22,4 +22,6 @@ export type {
   SecretOption,
 } from "../host/types.js";
 export { startEmulator } from "./emulator.js";
-export type { EmulatorOptions, RunningEmulator, EmulatorSeed } from "../emulator/index.js";
+export type { EmulatorOptions, RunningEmulator, EmulatorSeed, SeededUser } from "../emulator/index.js";
+// The token prefixes only (node:crypto): the emulator's server stack is not loaded by this.
+export { TOKEN_PREFIXES } from "../emulator/secrets.js";

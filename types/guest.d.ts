@@ -4,8 +4,9 @@
 // modules "http", "cloud" and "runtime". It has no DOM and no Node APIs, so use this file
 // instead of the "dom" lib and @types/node, e.g. in the script project's tsconfig.json:
 //
-//   { "compilerOptions": { "lib": ["ES2023"], "types": ["scriptbox/guest"],
+//   { "compilerOptions": { "target": "ES2022", "lib": ["ES2023"], "types": ["scriptbox/guest"],
 //                          "module": "ESNext", "moduleResolution": "Bundler", "noEmit": true } }
+// ("target": without it TypeScript assumes ES5 and rejects `[...headers.entries()]`.)
 //
 // Every global and every notable absence: docs/globals.md. `Intl` comes from the ES lib:
 // scriptbox provides DateTimeFormat, NumberFormat, Collator, PluralRules,

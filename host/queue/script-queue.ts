@@ -3,7 +3,8 @@
 // at submit), and hands out job handles whose result() is the sandbox's RunResult.
 import type { Queue, QueueEvents } from "bullmq";
 import { toCrossable } from "../marshal/crossing-values.js";
-import { bundleScriptFile, prepareSource, type PreparedSource } from "../transpile.js";
+import { bundleEntryFile } from "../bundle/bundle.js";
+import { prepareSource, type PreparedSource } from "../transpile.js";
 import type { RunResult } from "../types.js";
 import { loadBullMQ } from "./bullmq-loader.js";
 import { redisOptions, type RedisConnection, type RedisOptions } from "./connection.js";
@@ -148,7 +149,7 @@ export class ScriptQueue {
   /** Submits a script file, bundled here with its relative imports and its source map. */
   async submitFile(path: string, options: Omit<ScriptJobOptions, "filename"> = {}): Promise<ScriptJob> {
     const checked = checkJobOptions(options);
-    return this.#add(await bundleScriptFile(path), options.input, checked);
+    return this.#add(await bundleEntryFile(path), options.input, checked);
   }
 
   /** A handle on a job submitted earlier (by id). */
@@ -272,7 +273,7 @@ export class ScriptQueue {
     } catch (error) {
       throw new TypeError(`not a cron expression: ${JSON.stringify(cron)} (${(error as Error).message})`);
     }
-    const script = await bundleScriptFile(path);
+    const script = await bundleEntryFile(path);
     const queue = await this.#bullQueue();
     await queue.upsertJobScheduler(name, { pattern: cron, ...(timezone ? { tz: timezone } : {}) }, { name: script.filename, data: this.#jobData(script, jobOptions.input, checked), opts: checked.queueOptions });
     return (await this.listSchedules()).find((s) => s.name === name)!;

@@ -157,11 +157,11 @@ export class Realm {
     if (name.startsWith("/") || name.startsWith(".")) {
       return {
         error: new Error(
-          `Cannot import "${name}": a script run from source has no files to import (scriptbox run <file> bundles a script's relative imports); builtin modules: ${builtins}`,
+          `Cannot import "${name}": a script run from source has no files to import (give run() a resolveDir, or run the file: scriptbox run <file> bundles a script's relative imports); builtin modules: ${builtins}`,
         ),
       };
     }
-    return { error: new Error(`Cannot find module "${name}": scripts can import the builtin modules ${builtins}`) };
+    return { error: new Error(`Cannot find module "${name}": scripts can import the builtin modules ${builtins}; packages are bundled for script files (scriptbox run, runFile) and for run() with a resolveDir`) };
   }
 
   /** Bridge function: evaluates guest module `name` in this context and returns its factory. */

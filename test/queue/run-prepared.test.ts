@@ -1,5 +1,5 @@
 // sandbox.runPrepared: what a queue worker runs. The code prepared on another machine (by
-// prepareSource or bundleScriptFile) runs as it is, its source map maps the stack back to
+// prepareSource or bundleEntryFile) runs as it is, its source map maps the stack back to
 // the author's files, and a malformed bundle is a TypeError, not a run.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandbox, type Sandbox } from "scriptbox";

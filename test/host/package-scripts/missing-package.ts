@@ -1,0 +1,2 @@
+import leftPad from "left-pad-not-installed";
+export default () => leftPad("x", 3);

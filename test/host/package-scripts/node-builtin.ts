@@ -1,0 +1,2 @@
+import { readFileSync } from "node:fs";
+export default () => readFileSync("/etc/passwd", "utf8");
