@@ -112,6 +112,7 @@ export interface SandboxOptions {
 /** The part of AbortSignal that scriptbox uses. */
 export interface AbortSignalLike {
   readonly aborted: boolean;
+  readonly reason: unknown;
   addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
   removeEventListener(type: "abort", listener: () => void): void;
 }

@@ -334,7 +334,7 @@ export function resolveSandboxFlags(flags: SandboxFlagValues, context: ResolveSa
 
   // --weak-secret: the user accepts the guessing risk for that secret (host/fetch/secretStrength.ts).
   for (const name of flags.weakSecret ?? []) {
-    if (!Object.hasOwn(secrets, name)) throw new UsageError(`--weak-secret ${name}: no secret ${name} was given (--secret ${name}=ENV_VAR@origin)`);
+    if (!Object.hasOwn(secrets, name)) throw new UsageError(`--weak-secret ${name}: no --secret ${name}=… was given`);
     secrets[name]!.weak = true;
   }
 

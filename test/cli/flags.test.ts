@@ -94,8 +94,8 @@ describe("resolveSandboxFlags: every limit has a flag and a --limit name", () =>
 
   for (const [name, { flag, kind }] of Object.entries(LIMIT_FLAGS)) {
     const [text, value] = SAMPLES[kind];
-    // stackBytes tops out at 1 MiB: a smaller sample for it.
-    const [sample, expected] = name === "stackBytes" ? ["512k", 512 * 1024] : [text, value];
+    // stackBytes tops out at 1 MiB and maxRequestHeaderBytes at 16 MiB: a smaller sample for them.
+    const [sample, expected] = name === "stackBytes" || name === "maxRequestHeaderBytes" ? ["512k", 512 * 1024] : [text, value];
     it(`--${flag} ${sample}, --limit ${name}=${sample} and --limit ${flag}=${sample} set limits.${name}`, () => {
       const camel = flag.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
       for (const flags of [{ [camel]: sample }, { limit: [`${name}=${sample}`] }, { limit: [`${flag}=${sample}`] }]) {
@@ -193,21 +193,21 @@ describe.concurrent("scriptbox run: flags", () => {
 
   it("--secret …@origin allows the network to that origin without --allow-net", { timeout: SEVERAL_SPAWNS_MS }, async () => {
     const result = await cli(["run", "secret-fetch.js", "--secret", `API=MY_TOKEN@${origin}`, "--input", JSON.stringify({ url: `${origin}/implied` }), "--json"], {
-      MY_TOKEN: "implied-token",
+      MY_TOKEN: "implied-token-7f3a9c2e51",
     });
     expect(jsonResult(result), result.stderr).toMatchObject({ ok: true });
-    expect(received.find((r) => r.url === "/implied")?.headers.authorization).toBe("Bearer implied-token");
+    expect(received.find((r) => r.url === "/implied")?.headers.authorization).toBe("Bearer implied-token-7f3a9c2e51");
     // Only that origin: another port on the same host is still refused.
     const other = await cli(["run", "echo.js", "--secret", `API=MY_TOKEN@${origin}`, "--input", JSON.stringify({ url: `http://127.0.0.1:${closedPort}/` }), "--json"], {
-      MY_TOKEN: "implied-token",
+      MY_TOKEN: "implied-token-7f3a9c2e51",
     });
     expect(jsonResult(other).error.kind).toBe("network-policy");
   });
 
   it("--cloud-token-secret NAME takes the environment variable NAME when no --secret defines it", async () => {
-    const result = await cli(["run", "cloud.js", "--cloud-url", origin, "--cloud-token-secret", "CLOUD_PAT", "--json"], { CLOUD_PAT: "pat-from-env" });
+    const result = await cli(["run", "cloud.js", "--cloud-url", origin, "--cloud-token-secret", "CLOUD_PAT", "--json"], { CLOUD_PAT: "pat-from-env-4b8d1e6f93" });
     expect(jsonResult(result), result.stderr).toMatchObject({ ok: true, value: "done" });
-    expect(received.find((r) => r.url === "/api/v1/team")?.headers.authorization).toBe("Bearer pat-from-env");
+    expect(received.find((r) => r.url === "/api/v1/team")?.headers.authorization).toBe("Bearer pat-from-env-4b8d1e6f93");
   });
 
   it("a network-policy refusal is worded in flags: allow it with --allow-net", async () => {
@@ -243,9 +243,9 @@ describe.concurrent("scriptbox run: scriptbox.config.json", () => {
       join(dir, "cloudy/scriptbox.config.json"),
       JSON.stringify({ secrets: { PAT: { env: "CLOUDY_PAT", origins: [origin] } }, cloud: { url: `${origin}/cloudy`, tokenSecret: "PAT" } }),
     );
-    const result = await cli(["run", "cloudy/job.js", "--json"], { CLOUDY_PAT: "pat-from-config" });
+    const result = await cli(["run", "cloudy/job.js", "--json"], { CLOUDY_PAT: "pat-from-config-2c7e9a4f" });
     expect(jsonResult(result), result.stderr).toMatchObject({ ok: true, value: "done" });
-    expect(received.find((r) => r.url === "/cloudy/api/v1/team")?.headers.authorization).toBe("Bearer pat-from-config");
+    expect(received.find((r) => r.url === "/cloudy/api/v1/team")?.headers.authorization).toBe("Bearer pat-from-config-2c7e9a4f");
   });
 
   it("a mistake in it names the file and the key, in the user's units", { timeout: SEVERAL_SPAWNS_MS }, async () => {
