@@ -133,11 +133,13 @@ export class WorkerConnection {
     if (message.type === "log") {
       const listener = this.logListeners.get(message.sandboxId);
       if (listener) {
-        try {
-          listener(message.entry);
-        } catch (error) {
-          // The embedder's onLog threw: report it without disturbing the run.
-          process.emitWarning(`scriptbox: onLog threw: ${(error as Error).message}`);
+        for (const entry of message.entries) {
+          try {
+            listener(entry);
+          } catch (error) {
+            // The embedder's onLog threw: report it without disturbing the run.
+            process.emitWarning(`scriptbox: onLog threw: ${(error as Error).message}`);
+          }
         }
       }
       return;

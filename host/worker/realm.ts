@@ -306,7 +306,6 @@ export class Realm {
     this.mainDone = false;
     this.main = null;
     this.result = undefined;
-    this.services.transport().beginRun();
     return new Promise<ActivationOutcome>((resolve) => {
       this.finish = resolve;
       this.guestTask(start);
@@ -545,7 +544,7 @@ export class Realm {
         cpuTimeMs: Math.round(activation.cpuUsedMs * 1000) / 1000,
         wallTimeMs: Math.round(activation.wallTimeMs * 1000) / 1000,
         memoryBytes: this.services.engine.memory.buffer.byteLength,
-        fetches: activation.fetchCount,
+        fetches: activation.fetchCounter.fetches,
       },
       ...(this.dead !== null ? { sandboxDisposed: this.dead } : {}),
     };

@@ -74,7 +74,6 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
       const engine = realm.services.engine;
       const controller = new CancelToken();
       activation.fetches.set(id, { abort: () => controller.abort() });
-      activation.fetchCount++;
       /** Calls the guest's callback (once), then lets go of it. */
       const settle = (args: () => QuickJSHandle[]) => {
         realm.guestTask(() => {
@@ -95,6 +94,7 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
           { url: target.url, ...init, body },
           {
             signal: controller,
+            counter: activation.fetchCounter,
             responseBodyBudget: () => largestMovableBytes(engine, activation.limits.maxResponseBytes),
             responseBodyFits: (bytes) => canMoveBytes(engine, bytes), // no probe at all below 64 KiB
           },
