@@ -12,7 +12,8 @@ import { performance } from "node:perf_hooks";
 import { compiledEngineModule } from "./engine/wasm-binary.js";
 import type { WorkerInit, WorkerMessage, WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
-import { WATCHDOG_BYTES, WATCHDOG_REASON } from "./worker/guard.js";
+import { WATCHDOG_BYTES, WATCHDOG_FIELDS, WATCHDOG_REASON } from "./worker/guard.js";
+import { threadClock, type ThreadClock } from "./thread-cpu.js";
 
 /**
  * How long past its deadline a guest may stay in native code before its worker is
@@ -54,6 +55,8 @@ export class WorkerConnection {
   private readonly worker: Worker;
   private readonly port: MessagePort;
   private readonly watchdog: Float64Array;
+  /** The worker thread's CPU clock, opened when the watchdog first needs it. */
+  private threadCpu: ThreadClock | null = null;
   /** Recent plugin-call round trips (ms, smoothed): polling only pays while they are short. */
   private recentCallMs = CALL_SPIN_MAX_MS / 2;
   private readonly callStarts = new Map<number, number>();
@@ -167,10 +170,20 @@ export class WorkerConnection {
 
   /** Called by the pool's watchdog; terminates the worker if its guest is stuck past the deadline. */
   checkDeadline(nowEpochMs: number): void {
-    const deadline = this.watchdog[0]!;
-    if (deadline === 0 || nowEpochMs <= deadline + HARD_STOP_GRACE_MS || this.lost) return;
-    const sandboxId = this.watchdog[1]!;
-    const reason = this.watchdog[2] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
+    const deadline = this.watchdog[WATCHDOG_FIELDS.deadline]!;
+    if (deadline === 0 || this.lost) return;
+    let reason: "cpu" | "timeout" = this.watchdog[WATCHDOG_FIELDS.reason] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
+    if (nowEpochMs <= deadline + HARD_STOP_GRACE_MS) {
+      // The CPU limit, on the worker thread's own CPU clock (see WatchdogSlot in host/worker/guard.ts):
+      // a thread starved by a busy machine is not a spinning one.
+      const cpuDeadlineNs = this.watchdog[WATCHDOG_FIELDS.cpuDeadlineNs]!;
+      const threadId = this.watchdog[WATCHDOG_FIELDS.threadId]!;
+      if (cpuDeadlineNs === 0 || threadId < 0) return;
+      this.threadCpu ??= threadClock(threadId);
+      if (this.threadCpu.nowNs() <= cpuDeadlineNs + HARD_STOP_GRACE_MS * 1e6) return;
+      reason = "cpu";
+    }
+    const sandboxId = this.watchdog[WATCHDOG_FIELDS.sandboxId]!;
     this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason));
     void this.worker.terminate();
   }
@@ -178,6 +191,7 @@ export class WorkerConnection {
   private onLost(error: WorkerLostError): void {
     if (this.lost) return;
     this.lost = error;
+    this.threadCpu?.close();
     this.pool.forget(this);
     for (const pending of this.pending.values()) pending.reject(error);
     this.pending.clear();

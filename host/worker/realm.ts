@@ -21,7 +21,8 @@ import type { LogEntry, SandboxError } from "../types.js";
 import { Activation, type ActivationKind } from "./activation.js";
 import { createBridge } from "./bridge/index.js";
 import type { GuestBundle } from "./guest-bundle.js";
-import { ExecutionGuard, type WatchdogSlot } from "./guard.js";
+import { ExecutionGuard, type Budget, type WatchdogSlot } from "./guard.js";
+import { DEFAULT_LIMITS, type Limits } from "../limits.js";
 import { SandboxFetchTransport } from "../fetch/transport.js";
 
 /** What a realm needs from the sandbox that owns it. */
@@ -99,11 +100,17 @@ export class Realm {
     const ctx = this.context;
     const bridge = createBridge(this);
     const coreSource = bundle.source("core")!;
-    const factory = ctx.evalCode(coreSource, "scriptbox:core").unwrap();
-    const require = ctx.newFunction("require", (name) =>
-      ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
-    );
-    const exports = ctx.callFunction(factory, ctx.undefined, require).unwrap();
+    // Realm preparation is an entry into guest code like any other: under a deadline and
+    // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
+    const budget = this.ownBudget();
+    const { factory, require, exports } = this.guard.enter(budget, () => {
+      const factory = ctx.evalCode(coreSource, "scriptbox:core").unwrap();
+      const require = ctx.newFunction("require", (name) =>
+        ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
+      );
+      return { factory, require, exports: ctx.callFunction(factory, ctx.undefined, require).unwrap() };
+    });
+    this.guard.reset();
     const hooks = ctx.getProp(exports, "hooks");
     const hook = (name: keyof Hooks) => ctx.getProp(hooks, name);
     this.hooks = {
@@ -166,18 +173,32 @@ export class Realm {
     return this.context.evalCode(source, `scriptbox:${name}`).unwrap();
   }
 
-  /** A fixed budget for our own code run outside any activation (preloading, statistics). */
+  /**
+   * The budget for our own code run outside any activation (realm preparation, preloading,
+   * the post-run module-usage hook): the sandbox's own CPU and wall limits, so a script that
+   * broke something these hooks use is stopped exactly like the script itself would be.
+   */
+  private ownBudget(): Budget {
+    let limits: Pick<Limits, "cpuTimeMs" | "wallTimeMs"> = DEFAULT_LIMITS;
+    try {
+      limits = this.services.config().limits;
+    } catch {
+      // Not configured yet (a warm pool's spare realm): the default limits.
+    }
+    return { wallDeadline: performance.now() + limits.wallTimeMs, cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
+  }
+
+  /** Runs our own guest code outside any activation, guarded by ownBudget(); undefined on any failure. */
   private ownCode<T>(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, use: (value: QuickJSHandle) => T): T | undefined {
     if (this.activation || !this.alive) return undefined;
-    const budget = { wallDeadline: performance.now() + 5_000, cpuRemainingMs: () => 2_000, chargeCpu: () => undefined };
     try {
-      const result = this.guard.enter(budget, fn);
+      const result = this.guard.enter(this.ownBudget(), fn);
       if (result.error) {
         result.error.dispose();
         return undefined;
       }
       try {
-        return use(result.value!);
+        return this.guard.interruptedBy === null ? use(result.value!) : undefined;
       } finally {
         result.value!.dispose();
       }
@@ -234,14 +255,19 @@ export class Realm {
 
   /** Evaluates a plugin module and keeps its namespace for later calls. */
   load(code: string, filename: string): Promise<ActivationOutcome> {
+    let exports: string[] = [];
     return this.activate("load", () => {
       const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), filename);
       if (evaluated === null) return;
       this.await(evaluated, (namespace) => {
         this.namespace = namespace;
+        // Listed inside the activation: the listing is guest code under the load's limits.
+        const names = this.exportNames();
+        if (names === null) return;
+        exports = names;
         this.complete(undefined);
       });
-    }).then((outcome) => (outcome.ok ? { ...outcome, exports: this.exportNames() } : outcome));
+    }).then((outcome) => (outcome.ok ? { ...outcome, exports } : outcome));
   }
 
   /** Calls a plugin export with arguments; awaits its result and everything it started. */
@@ -252,6 +278,7 @@ export class Realm {
       if (this.context.typeof(fn) !== "function") {
         fn.dispose();
         const exports = this.exportNames();
+        if (exports === null) return;
         this.activation!.fail(
           "script",
           "TypeError",
@@ -274,16 +301,14 @@ export class Realm {
     });
   }
 
-  private exportNames(): string[] {
-    if (!this.namespace || !this.alive) return [];
+  /** The plugin's export names, listed by the guest under the current activation's limits; null after a failure. */
+  private exportNames(): string[] | null {
+    const namespace = this.namespace!;
     // The guest lists them (getOwnPropertyNames can read a stale view; see fresh-views.ts).
-    const listed = this.context.callFunction(this.hooks.exportNames, this.context.undefined, this.namespace);
-    if (listed.error) {
-      listed.error.dispose();
-      return [];
-    }
-    const names = JSON.parse(this.context.getString(listed.value)) as string[];
-    listed.value.dispose();
+    const listed = this.enterGuest(() => this.context.callFunction(this.hooks.exportNames, this.context.undefined, namespace));
+    if (listed === null) return null;
+    const names = JSON.parse(this.context.getString(listed)) as string[];
+    listed.dispose();
     return names.sort();
   }
 
@@ -416,7 +441,8 @@ export class Realm {
     const array = ctx.newArray();
     buffers.forEach((buffer, i) => {
       const handle = ctx.newArrayBuffer(buffer);
-      ctx.setProp(array, i, handle);
+      // Defined, not set: setting an index would call a setter a script put on Array.prototype.
+      ctx.defineProp(array, i, { value: handle, enumerable: true });
       handle.dispose();
     });
     const decoded = this.enterGuest(() => ctx.callFunction(this.hooks.deserialize, ctx.undefined, jsonHandle, array));
@@ -562,6 +588,8 @@ export class Realm {
     const reason = this.guard.interruptedBy;
     if (reason === "timeout") activation.failLimit("timeout", activation.wallLimitMessage(), stack);
     else if (reason === "cpu") activation.failLimit("cpu", activation.cpuLimitMessage(), stack);
+    // The embedder asked to stop (WatchdogSlot's STOP_REQUESTED; host/pool.ts sets it).
+    else if (reason === "aborted") activation.failLimit("limit", "the embedder stopped the run", stack);
     // "limit": the bridge function that stopped the engine has recorded the failure.
     else activation.failLimit("limit", "a limit stopped the script", stack);
   }
@@ -576,6 +604,8 @@ export class Realm {
     }
     const described = this.describe(error);
     error.dispose();
+    // Describing it ran guest code (getters on the thrown value) that a limit stopped.
+    if (this.guard.interruptedBy !== null) return this.failInterrupted(described.stack);
     const { name, message, stack } = described;
     if (name === "InternalError" && message === "out of memory") {
       return activation.failLimit("memory", `${activation.memoryLimitMessage()}: out of memory`, stack);
@@ -639,7 +669,14 @@ export class Realm {
   /** Reads an error's stack without running guest code (used when the engine is interrupted). */
   private readStack(error: QuickJSHandle): string {
     if (this.context.typeof(error) !== "object") return "";
-    const stack = this.context.getProp(error, "stack");
+    // A getter on "stack" is guest code: entered under the guard, which is already stopping
+    // the engine (interruptedBy is set), so it cannot run past its first check.
+    let stack: QuickJSHandle;
+    try {
+      stack = this.guard.enter(this.activation!, () => this.context.getProp(error, "stack"));
+    } catch {
+      return "";
+    }
     const text = this.context.typeof(stack) === "string" ? this.context.getString(stack) : "";
     stack.dispose();
     return text;
