@@ -56,6 +56,9 @@ type Captured = { direct: unknown } | { json: string; buffers: Uint8Array[] };
 
 type Continuation = (value: QuickJSHandle) => void;
 
+/** Jobs run between two checks of the deadline while draining the job queue (see pumpJobs). */
+const JOB_BATCH = 64;
+
 /** Thrown inside the realm when the engine instance has failed (wasm trap, host bug). */
 class EnginePoisoned extends Error {}
 
@@ -500,7 +503,7 @@ export class Realm {
         if (this.runtime.hasPendingJob()) {
           let jobs;
           try {
-            jobs = this.guard.enter(activation, () => executePendingJobs(this.services.engine, this.runtime, this.context));
+            jobs = this.guard.enter(activation, () => this.pumpJobs());
           } catch (error) {
             throw this.poison(error);
           }
@@ -531,6 +534,22 @@ export class Realm {
       }
     } finally {
       this.draining = false;
+    }
+  }
+
+  /**
+   * Runs queued jobs in batches, asking the interrupt handler between batches: a job that
+   * only queues more jobs (`f = () => { P.then(f); P.then(f) }`) has no loop in which
+   * QuickJS would call the handler itself, so without this a promise flood would run until
+   * the watchdog killed the worker.
+   */
+  private pumpJobs(): ReturnType<typeof executePendingJobs> {
+    let executed = 0;
+    for (;;) {
+      const step = executePendingJobs(this.services.engine, this.runtime, this.context, JOB_BATCH);
+      if (step.error) return step;
+      executed += step.executed;
+      if (step.executed < JOB_BATCH || !this.runtime.hasPendingJob() || this.guard.shouldInterrupt()) return { executed };
     }
   }
 
