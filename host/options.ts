@@ -2,6 +2,7 @@
 // TypeError at the call site rather than a failure inside a worker later.
 import { parseAllowEntry } from "./net/allowEntry.js";
 import { SecretStore } from "./fetch/secrets.js";
+import { defineData } from "./marshal/crossing-values.js";
 import { resolveLimits } from "./limits.js";
 import type { SandboxConfig } from "./protocol.js";
 import type { SandboxOptions } from "./types.js";
@@ -50,7 +51,7 @@ export function resolveSandboxConfig(options: SandboxOptions & { engineVariant?:
   if (options.env !== undefined) {
     for (const [key, value] of Object.entries(plainObject(options.env, "env"))) {
       if (typeof value !== "string") throw new TypeError(`env.${key} must be a string`);
-      env[key] = value;
+      defineData(env, key, value); // "__proto__" stays a key (host/marshal/crossing-values.ts)
     }
   }
 
@@ -62,7 +63,7 @@ export function resolveSandboxConfig(options: SandboxOptions & { engineVariant?:
       if (!Array.isArray(secret.origins) || !secret.origins.every((o) => typeof o === "string")) {
         throw new TypeError(`secrets.${name}.origins must be an array of origins`);
       }
-      secrets[name] = { value: secret.value, origins: [...(secret.origins as string[])] };
+      defineData(secrets, name, { value: secret.value, origins: [...(secret.origins as string[])] });
     }
     new SecretStore(secrets); // validates names, values and origins with clear messages
   }
