@@ -10,7 +10,7 @@
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import { performance } from "node:perf_hooks";
 import type { EngineInstance } from "../engine/instance.js";
-import { canMoveBytes, canMoveString } from "../engine/headroom.js";
+import { canAllocate, canMoveBytes, canMoveString } from "../engine/headroom.js";
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
 import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
 import { installLeanCalls } from "../engine/lean-calls.js";
@@ -56,11 +56,24 @@ type Captured = { direct: unknown } | { json: string; buffers: Uint8Array[] };
 
 type Continuation = (value: QuickJSHandle) => void;
 
+/** Free memory below which an uncaught `null` is taken for QuickJS's out-of-memory (see failWithGuestError). */
+const OOM_PROBE_BYTES = 64 * 1024;
+
+/** Error messages made for the guest keep at most this much of what they echo. */
+const MAX_ERROR_MESSAGE_CHARS = 1024;
+
 /** Jobs run between two checks of the deadline while draining the job queue (see pumpJobs). */
 const JOB_BATCH = 64;
 
 /** Thrown inside the realm when the engine instance has failed (wasm trap, host bug). */
 class EnginePoisoned extends Error {}
+
+/**
+ * Thrown by newGuestString/newGuestBytes when the guest heap has no room for a host value:
+ * the activation has already been stopped with kind `memory` (see Realm.stopForMemory);
+ * callers only unwind, allocating nothing more in the engine.
+ */
+export class GuestMemoryError extends Error {}
 
 export class Realm {
   readonly runtime: QuickJSRuntime;
@@ -157,7 +170,16 @@ export class Realm {
 
   private loadModuleSource(name: string): string | { error: Error } {
     const source = this.services.bundle.publicModuleSource(name);
-    if (source !== undefined) return source;
+    if (source !== undefined) {
+      if (!canMoveString(this.services.engine, source.length)) {
+        try {
+          this.stopForMemory(`no room to load the ${name} module`);
+        } catch {
+          return { error: new Error(`memoryBytes limit: no room to load the ${name} module`) };
+        }
+      }
+      return source;
+    }
     const builtins = this.services.bundle.availablePublicModules.join(", ");
     if (name.startsWith("/") || name.startsWith(".")) {
       return {
@@ -173,6 +195,9 @@ export class Realm {
   loadGuestModule(name: string): QuickJSHandle {
     const source = this.services.bundle.source(name);
     if (source === undefined || name === "core") throw new TypeError(`no guest module named ${name}`);
+    // evalCode stages the source like newString does: the first load of a lazy module at
+    // the memory cap must stop the run with kind memory, not write through a null pointer.
+    if (!canMoveString(this.services.engine, source.length)) this.stopForMemory(`no room to load the ${name} module`);
     return this.context.evalCode(source, `scriptbox:${name}`).unwrap();
   }
 
@@ -195,7 +220,15 @@ export class Realm {
   private ownCode<T>(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, use: (value: QuickJSHandle) => T): T | undefined {
     if (this.activation || !this.alive) return undefined;
     try {
-      const result = this.guard.enter(this.ownBudget(), fn);
+      let result: { value?: QuickJSHandle; error?: QuickJSHandle };
+      try {
+        result = this.guard.enter(this.ownBudget(), fn);
+      } catch (error) {
+        // A trap in our own hook (the heap at its cap) disposes the sandbox now, in this
+        // turn; it never escapes as a raw RuntimeError.
+        this.poison(error);
+        return undefined;
+      }
       if (result.error) {
         result.error.dispose();
         return undefined;
@@ -237,6 +270,7 @@ export class Realm {
   /** Evaluates a script module; calls its default export with `input`; awaits everything. */
   run(code: string, filename: string, input: unknown): Promise<ActivationOutcome> {
     return this.activate("run", () => {
+      if (!this.hasRoomForSource(code)) return;
       const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), filename);
       if (evaluated === null) return;
       this.await(evaluated, (namespace) => {
@@ -260,6 +294,7 @@ export class Realm {
   load(code: string, filename: string): Promise<ActivationOutcome> {
     let exports: string[] = [];
     return this.activate("load", () => {
+      if (!this.hasRoomForSource(code)) return;
       const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), filename);
       if (evaluated === null) return;
       this.await(evaluated, (namespace) => {
@@ -271,6 +306,13 @@ export class Realm {
         this.complete(undefined);
       });
     }).then((outcome) => (outcome.ok ? { ...outcome, exports } : outcome));
+  }
+
+  /** Whether the script's source fits in the guest heap (evalCode stages it unchecked); records kind memory if not. */
+  private hasRoomForSource(code: string): boolean {
+    if (canMoveString(this.services.engine, code.length)) return true;
+    this.activation!.failLimit("memory", `${this.activation!.memoryLimitMessage()}: no room for the script's source (${code.length} characters)`);
+    return false;
   }
 
   /** Calls a plugin export with arguments; awaits its result and everything it started. */
@@ -454,6 +496,31 @@ export class Realm {
     return decoded;
   }
 
+  /**
+   * Host text into the guest heap (bridge results, error messages): headroom is checked
+   * first, since quickjs-emscripten's staging malloc is unchecked and a failure at the cap
+   * corrupts the engine. No room: the activation stops with kind `memory` and this throws
+   * GuestMemoryError. Every host-to-guest string goes through here (host modules too).
+   */
+  newGuestString(text: string, what = "a string"): QuickJSHandle {
+    if (!canMoveString(this.services.engine, text.length)) this.stopForMemory(`no room for ${what} (${text.length} characters)`);
+    return this.context.newString(text);
+  }
+
+  /** Host bytes into the guest heap, as newGuestString. */
+  newGuestBytes(buffer: ArrayBuffer, what = "bytes"): QuickJSHandle {
+    if (!canMoveBytes(this.services.engine, buffer.byteLength)) this.stopForMemory(`no room for ${what} (${buffer.byteLength} bytes)`);
+    return this.context.newArrayBuffer(buffer);
+  }
+
+  /** Ends the activation with kind `memory` (uncatchable: the engine stops at its next check). */
+  stopForMemory(detail: string): never {
+    const activation = this.activation;
+    activation?.failLimit("memory", `${activation.memoryLimitMessage()}: ${detail}`);
+    this.guard.stopNow("limit");
+    throw new GuestMemoryError(detail);
+  }
+
   // ---- entering the guest and the event loop ----------------------------------------------
 
   /**
@@ -488,7 +555,8 @@ export class Realm {
       if (activation.failure === null) work();
       this.drain();
     } catch (error) {
-      if (!(error instanceof EnginePoisoned)) this.poison(error);
+      // GuestMemoryError: the activation already failed with kind memory; nothing is broken.
+      if (!(error instanceof EnginePoisoned) && !(error instanceof GuestMemoryError)) this.poison(error);
     }
     this.settleIfDone();
   }
@@ -621,6 +689,12 @@ export class Realm {
       error.dispose();
       return this.failInterrupted(stack);
     }
+    // At the memory cap QuickJS cannot even allocate its "out of memory" error and throws
+    // null instead: an uncaught null with no room left is the memory limit, not `Uncaught null`.
+    if (this.context.sameValue(error, this.context.null) && !canAllocate(this.services.engine, OOM_PROBE_BYTES, OOM_PROBE_BYTES)) {
+      error.dispose();
+      return activation.failLimit("memory", `${activation.memoryLimitMessage()}: out of memory`);
+    }
     const described = this.describe(error);
     error.dispose();
     // Describing it ran guest code (getters on the thrown value) that a limit stopped.
@@ -629,7 +703,9 @@ export class Realm {
     if (name === "InternalError" && message === "out of memory") {
       return activation.failLimit("memory", `${activation.memoryLimitMessage()}: out of memory`, stack);
     }
-    if (name === "InternalError" && message === "stack overflow") {
+    // QuickJS reports deep nesting in JSON.parse and in the parser as SyntaxError "stack
+    // overflow", and recursion as InternalError: all of them hit stackBytes (docs/limits.md).
+    if ((name === "InternalError" || name === "SyntaxError") && message === "stack overflow") {
       return activation.failLimit("limit", `stackBytes limit (${activation.limits.stackBytes} bytes) exceeded: stack overflow`, stack);
     }
     // A parse error of the module has one frame, without a function, in the module's own
@@ -704,8 +780,17 @@ export class Realm {
   /** Makes a real guest error (instanceof TypeError works) for a bridge function to throw. */
   guestError(name: "TypeError" | "RangeError" | "Error", message: string): QuickJSHandle {
     const ctx = this.context;
-    const nameHandle = ctx.newString(name);
-    const messageHandle = ctx.newString(message);
+    // Messages may echo guest input (a secret's name, a URL): a bounded echo, and headroom
+    // checked like any host value (newGuestString throws GuestMemoryError when full).
+    const shown = message.length > MAX_ERROR_MESSAGE_CHARS ? `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}… (${message.length} characters)` : message;
+    const nameHandle = this.newGuestString(name);
+    let messageHandle: QuickJSHandle;
+    try {
+      messageHandle = this.newGuestString(shown, "an error message");
+    } catch (error) {
+      nameHandle.dispose();
+      throw error;
+    }
     const made = ctx.callFunction(this.hooks.makeError, ctx.undefined, nameHandle, messageHandle);
     nameHandle.dispose();
     messageHandle.dispose();
