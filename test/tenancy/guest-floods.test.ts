@@ -14,6 +14,10 @@ const FLOODS: Record<string, string> = {
   "microtask loop": `const loop = () => queueMicrotask(loop); loop(); export default () => 1`,
   "await loop": `export default async () => { for (;;) await null }`,
   "promise chain with a pending main promise": `const f = () => Promise.resolve().then(f); f(); export default () => new Promise(() => {})`,
+  // Each call reads a 1 MB argument and echoes it in an error: far more host work per
+  // iteration than QuickJS's interrupt polling assumes (the bridge checks the deadline).
+  "costly bridge calls in a catch-all loop": `import { secret } from "runtime";
+    export default () => { const big = "x".repeat(1 << 20); for (;;) { try { secret(big) } catch {} } }`,
 };
 
 describe("floods stopped by the interrupt beside bystanders", () => {

@@ -30,6 +30,11 @@ export function createBridge(realm: Realm): QuickJSHandle {
   const bridge = ctx.newObject();
   for (const [name, impl] of Object.entries(functions)) {
     const fn = ctx.newFunction(name, (...args) => {
+      // A bridge call can cost far more than the bytecode around it (a 1 MB argument read
+      // and echoed), and QuickJS polls the interrupt handler only every few thousand
+      // back-edges: past a deadline, refuse the call at once (a throw the script may catch,
+      // but each retry is then cheap and the engine's own check follows soon).
+      if (realm.guard.inGuest && realm.guard.shouldInterrupt()) return { error: ctx.undefined };
       try {
         return impl(...args);
       } catch (error) {
