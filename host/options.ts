@@ -7,6 +7,7 @@
 import { parseAllowEntry } from "./net/allowEntry.js";
 import { SecretStore } from "./fetch/secrets.js";
 import { checkSecretStrength } from "./fetch/secretStrength.js";
+import { defineData } from "./marshal/crossing-values.js";
 import { resolveLimits } from "./limits.js";
 import type { SandboxConfig } from "./protocol.js";
 import type { SandboxOptions } from "./types.js";
@@ -111,7 +112,7 @@ export function resolveSandboxConfig(options: SandboxOptions & { engineVariant?:
     for (const [key, value] of Object.entries(plainObject(envOption, "env"))) {
       checkName(key, "env key");
       if (typeof value !== "string") throw new TypeError(`env.${key} must be a string`);
-      env[key] = value;
+      defineData(env, key, value); // "__proto__" stays a key (host/marshal/crossing-values.ts)
     }
   }
 
@@ -128,7 +129,7 @@ export function resolveSandboxConfig(options: SandboxOptions & { engineVariant?:
         throw new TypeError(`secrets.${name}.origins must be an array of origins`);
       }
       const weak = own(secret, "weak");
-      secrets[name] = { value, origins: [...(origins as string[])], ...(weak !== undefined ? { weak: weak as boolean } : {}) };
+      defineData(secrets, name, { value, origins: [...(origins as string[])], ...(weak !== undefined ? { weak: weak as boolean } : {}) });
     }
     new SecretStore(secrets); // validates names, values and origins with clear messages
     for (const [name, spec] of Object.entries(secrets)) checkSecretStrength(name, spec.value, spec.weak); // weak: true opts in

@@ -12,7 +12,7 @@ import { performance } from "node:perf_hooks";
 import { compiledEngineModule } from "./engine/wasm-binary.js";
 import type { ActivationRequest, WorkerInit, WorkerMessage, WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
-import { WATCHDOG_BYTES, WATCHDOG_REASON } from "./worker/guard.js";
+import { WATCHDOG_BYTES, WATCHDOG_FIELDS, WATCHDOG_REASON } from "./worker/guard.js";
 import { ActivationSlots, ACTIVATION_SLOTS_BYTES, NO_SLOT } from "./activation-slots.js";
 import { threadClock, type ThreadClock } from "./thread-cpu.js";
 import { HostCallServer } from "./host-modules/call-server.js";
@@ -108,11 +108,10 @@ interface Pending {
 
 /** What the watchdog knows of the guest entry it is watching. */
 interface WatchedEntry {
+  /** DEADLINE and CPU_DEADLINE of the watchdog slot: together they name one guest entry. */
   deadline: number;
-  /** The worker thread's clock when the watchdog first saw this entry. */
-  clockAtNs: number;
-  /** Budget left at that moment (deadline minus then), in ms. */
-  budgetMs: number;
+  cpuDeadlineNs: number;
+  /** When the watchdog first saw this entry. */
   seenAt: number;
 }
 
@@ -263,11 +262,13 @@ export class WorkerConnection {
     if (message.type === "log") {
       const listener = this.logListeners.get(message.sandboxId);
       if (listener) {
-        try {
-          listener(message.entry);
-        } catch (error) {
-          // The embedder's onLog threw: report it without disturbing the run.
-          process.emitWarning(`scriptbox: onLog threw: ${(error as Error).message}`);
+        for (const entry of message.entries) {
+          try {
+            listener(entry);
+          } catch (error) {
+            // The embedder's onLog threw: report it without disturbing the run.
+            process.emitWarning(`scriptbox: onLog threw: ${(error as Error).message}`);
+          }
         }
       }
       return;
@@ -318,23 +319,32 @@ export class WorkerConnection {
    */
   checkDeadline(nowEpochMs: number): void {
     if (this.lost) return;
-    const deadline = this.watchdog[0]!;
+    const deadline = this.watchdog[WATCHDOG_FIELDS.deadline]!;
     if (deadline === 0) {
       this.watched = null;
       return;
     }
-    if (this.watched === null || this.watched.deadline !== deadline) {
-      this.watched = { deadline, clockAtNs: this.clock.nowNs(), budgetMs: Math.max(0, deadline - nowEpochMs), seenAt: nowEpochMs };
+    // One guest entry: the wall deadline stays the same across an activation's entries,
+    // the CPU deadline (on the thread's clock) is new at each.
+    const cpuDeadlineNs = this.watchdog[WATCHDOG_FIELDS.cpuDeadlineNs]!;
+    if (this.watched === null || this.watched.deadline !== deadline || this.watched.cpuDeadlineNs !== cpuDeadlineNs) {
+      this.watched = { deadline, cpuDeadlineNs, seenAt: nowEpochMs };
       return;
     }
     if (nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0 && this.pool.hasRoomElsewhere(this, nowEpochMs)) {
       for (const move of [...this.movable]) move();
     }
-    const usedMs = (this.clock.nowNs() - this.watched.clockAtNs) / 1e6;
-    const grace = this.clock.isCpu ? HARD_STOP_GRACE_CPU_MS : HARD_STOP_GRACE_WALL_MS;
-    if (usedMs <= this.watched.budgetMs + grace) return;
-    const sandboxId = this.watchdog[1]!;
-    const reason = this.watchdog[2] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
+    let reason: "cpu" | "timeout" = this.watchdog[WATCHDOG_FIELDS.reason] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
+    if (nowEpochMs <= deadline + HARD_STOP_GRACE_WALL_MS) {
+      // The CPU limit, on the worker thread's own CPU clock (WatchdogSlot in
+      // host/worker/guard.ts): a thread starved by a busy machine is not a spinning one.
+      // Without a per-thread clock the worker wrote the sooner of both deadlines as wall
+      // time into DEADLINE, and the check above is the whole watchdog.
+      if (cpuDeadlineNs === 0 || !this.clock.isCpu) return;
+      if (this.clock.nowNs() <= cpuDeadlineNs + HARD_STOP_GRACE_CPU_MS * 1e6) return;
+      reason = "cpu";
+    }
+    const sandboxId = this.watchdog[WATCHDOG_FIELDS.sandboxId]!;
     this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason));
     void this.worker.terminate();
   }

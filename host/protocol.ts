@@ -51,7 +51,8 @@ export type WorkerReply = { type: "reply"; id: number; ok: true; value: unknown 
 
 export type WorkerMessage =
   | WorkerReply
-  | { type: "log"; sandboxId: number; entry: LogEntry }
+  /** Streamed console entries of one sandbox, in order (batched: see WorkerHost.queueLog). */
+  | { type: "log"; sandboxId: number; entries: LogEntry[] }
   /** A sandbox failed outside any request (its engine could not free a realm): it is gone. */
   | { type: "disposed"; sandboxId: number; reason: string }
   | { type: "ready" }

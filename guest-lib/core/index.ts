@@ -8,7 +8,7 @@
 // loader uses to serve `import … from "http"`, and returns the hooks the host calls.
 import bridge from "scriptbox:bridge";
 import * as intrinsics from "./intrinsics.js";
-import { defineProperty, freeze, jsonStringify, objectKeys } from "./intrinsics.js";
+import { defineProperty, freeze, jsonStringList, jsonStringify, objectKeys } from "./intrinsics.js";
 import { installLazyGlobals } from "./lazy-globals.js";
 import { importPublicModule, registerModule, requireModule, takeUsed } from "./modules.js";
 import type * as Timers from "../timers/index.js";
@@ -57,10 +57,10 @@ export const hooks = freeze({
   makeError: (name: string, message: string) => new (ERROR_TYPES[name] ?? Error)(message),
   /** Fast path for string results: JSON keeps NULs and lone surrogates intact. */
   stringify: jsonStringify,
-  /** A plugin module's export names, as JSON. */
-  exportNames: (namespace: object) => jsonStringify(objectKeys(namespace)),
+  /** A plugin module's export names, as JSON (no toJSON lookups: see jsonStringList). */
+  exportNames: (namespace: object) => jsonStringList(objectKeys(namespace)),
   /** Loads a guest module ahead of use (spare realms, while the worker is idle). */
   preload: (name: string) => void requireModule(`scriptbox:${name}`),
   /** The guest modules required since the last call, as JSON (for the host's usage statistics). */
-  usedModules: () => jsonStringify(takeUsed()),
+  usedModules: () => jsonStringList(takeUsed()),
 });

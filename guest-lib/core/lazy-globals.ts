@@ -13,7 +13,8 @@ export function installLazyGlobals(global: typeof globalThis): void {
   for (const name in table) {
     const moduleName = `scriptbox:${table[name]}`;
     const settle = (value: unknown) => {
-      defineProperty(global, name, { value, writable: true, configurable: true, enumerable: false });
+      // Prototype-free descriptor: a script may have put "get"/"set" on Object.prototype.
+      defineProperty(global, name, { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
       return value;
     };
     defineProperty(global, name, {

@@ -3,17 +3,37 @@
 // (bridge.loadModule) and we call it with this require, so sibling modules share one
 // instance of every class.
 import bridge from "scriptbox:bridge";
-import { MapCtor, TypeErrorCtor, defineProperty } from "./intrinsics.js";
+import { MapCtor, TypeErrorCtor, defineProperty, mapClear, mapDelete, mapGet, mapHas, mapIteratorNext, mapKeys, mapSet, stringSlice, defineData } from "./intrinsics.js";
 
 // What a guest module's top-level code (and esbuild's module prelude) relies on, captured
 // before any script runs. A script may have replaced or deleted these by the time a module
 // is first needed; the originals are put back only while the module's factory runs.
 const getDescriptor = Object.getOwnPropertyDescriptor;
 const deleteProperty = Reflect.deleteProperty;
-const pristine: [holder: object, key: string, descriptor: PropertyDescriptor][] = [];
-const capture = (holder: object, keys: string) => {
-  const names = keys.split(" ");
-  for (let i = 0; i < names.length; i++) pristine[pristine.length] = [holder, names[i]!, getDescriptor(holder, names[i]!)!];
+const setPrototype = Object.setPrototypeOf;
+// Parallel lists, read by index only: destructuring would run the array iterator, and a
+// descriptor object with a prototype would make defineProperty consult Object.prototype
+// (where a script may have put a "get" accessor). Everything here is prototype-free.
+const holders: object[] = [];
+const keysOf: PropertyKey[] = [];
+/** undefined: the property must be absent (a descriptor key a script put on Object.prototype). */
+const originals: (PropertyDescriptor | undefined)[] = [];
+
+/** A property's own descriptor, copied into a prototype-free object (or undefined). */
+function ownDescriptor(holder: object, key: PropertyKey): PropertyDescriptor | undefined {
+  const descriptor = getDescriptor(holder, key);
+  if (descriptor !== undefined) setPrototype(descriptor, null);
+  return descriptor;
+}
+
+const capture = (holder: object, keys: string | PropertyKey[]) => {
+  const names = typeof keys === "string" ? keys.split(" ") : keys;
+  for (let i = 0; i < names.length; i++) {
+    const index = holders.length;
+    defineData(holders, index, holder);
+    defineData(keysOf, index, names[i]!);
+    defineData(originals, index, ownDescriptor(holder, names[i]!));
+  }
 };
 capture(
   globalThis,
@@ -23,23 +43,36 @@ capture(Object, "defineProperty defineProperties getOwnPropertyDescriptor getOwn
 capture(Object.prototype, "hasOwnProperty toString");
 capture(Function.prototype, "call apply bind");
 capture(Array.prototype, "push pop slice indexOf map forEach join");
+// esbuild's module prelude iterates arrays (for…of) and defines properties with descriptor
+// literals, which inherit from Object.prototype: keys a script adds there must be absent.
+capture(Array.prototype, [Symbol.iterator]);
+capture(Object.getPrototypeOf([][Symbol.iterator]()) as object, ["next"]);
+capture(Object.prototype, ["get", "set", "value", "writable", "enumerable", "configurable"]);
+for (const list of [holders, keysOf, originals]) setPrototype(list, null);
 
 function withPristineBuiltins<T>(run: () => T): T {
-  const changed: [object, string, PropertyDescriptor | undefined][] = [];
-  for (let i = 0; i < pristine.length; i++) {
-    const [holder, key, original] = pristine[i]!;
-    const current = getDescriptor(holder, key);
-    if (current !== undefined && current.value === original.value && current.get === original.get) continue;
-    changed[changed.length] = [holder, key, current];
-    defineProperty(holder, key, original);
+  const changedAt: number[] = [];
+  const previous: (PropertyDescriptor | undefined)[] = [];
+  setPrototype(changedAt, null);
+  setPrototype(previous, null);
+  for (let i = 0; i < holders.length; i++) {
+    const original = originals[i];
+    const current = ownDescriptor(holders[i]!, keysOf[i]!);
+    if (original === undefined ? current === undefined : current !== undefined && current.value === original.value && current.get === original.get) continue;
+    const at = changedAt.length;
+    defineData(changedAt, at, i);
+    defineData(previous, at, current);
+    if (original === undefined) deleteProperty(holders[i]!, keysOf[i]!);
+    else defineProperty(holders[i]!, keysOf[i]!, original);
   }
   try {
     return run();
   } finally {
-    for (let i = 0; i < changed.length; i++) {
-      const [holder, key, previous] = changed[i]!;
-      if (previous === undefined) deleteProperty(holder, key);
-      else defineProperty(holder, key, previous);
+    for (let at = 0; at < changedAt.length; at++) {
+      const i = changedAt[at]!;
+      const before = previous[at];
+      if (before === undefined) deleteProperty(holders[i]!, keysOf[i]!);
+      else defineProperty(holders[i]!, keysOf[i]!, before);
     }
   }
 }
@@ -47,8 +80,10 @@ function withPristineBuiltins<T>(run: () => T): T {
 const cache = new MapCtor<string, unknown>();
 const loading = new MapCtor<string, true>();
 
+// The registry's maps are used through methods captured at realm creation: the host calls
+// takeUsed after every run, and a script may have replaced Map.prototype.forEach or get.
 export function registerModule(name: string, exports: unknown): void {
-  cache.set(name, exports);
+  mapSet(cache, name, exports);
 }
 
 /** Modules required since the last takeUsed(): what a run actually touched, loaded before or not. */
@@ -56,27 +91,26 @@ const used = new MapCtor<string, true>();
 
 export function takeUsed(): string[] {
   const names: string[] = [];
-  used.forEach((_value, name) => {
-    names[names.length] = name;
-  });
-  used.clear();
+  const iterator = mapKeys(used);
+  for (let step = mapIteratorNext(iterator); !step.done; step = mapIteratorNext(iterator)) defineData(names, names.length, step.value);
+  mapClear(used);
   return names;
 }
 
 export function requireModule(name: string): unknown {
-  used.set(name, true);
-  const cached = cache.get(name);
+  mapSet(used, name, true);
+  const cached = mapGet(cache, name);
   if (cached !== undefined) return cached;
-  if (typeof name !== "string" || name.slice(0, 10) !== "scriptbox:") throw new TypeErrorCtor(`unknown internal module ${String(name)}`);
-  if (loading.has(name)) throw new TypeErrorCtor(`circular guest module dependency on ${name}`);
-  loading.set(name, true);
+  if (typeof name !== "string" || stringSlice(name, 0, 10) !== "scriptbox:") throw new TypeErrorCtor(`unknown internal module ${String(name)}`);
+  if (mapHas(loading, name)) throw new TypeErrorCtor(`circular guest module dependency on ${name}`);
+  mapSet(loading, name, true);
   try {
-    const factory = bridge.loadModule(name.slice(10)) as (require: (name: string) => unknown) => unknown;
+    const factory = bridge.loadModule(stringSlice(name, 10)) as (require: (name: string) => unknown) => unknown;
     const exports = withPristineBuiltins(() => factory(requireModule));
-    cache.set(name, exports);
+    mapSet(cache, name, exports);
     return exports;
   } finally {
-    loading.delete(name);
+    mapDelete(loading, name);
   }
 }
 

@@ -35,7 +35,12 @@ export function formatTable(data: unknown, columnFilter: unknown, format: (value
     if (hasValues) cells.push(typeof row === "object" && row !== null ? "" : format(row));
     return cells;
   });
-  const widths = header.map((title, i) => Math.max(title.length, ...body.map((cells) => cells[i]!.length)) + 2);
+  // A loop, not Math.max(...column): spreading 65,535+ rows overflows the argument list.
+  const widths = header.map((title, i) => {
+    let width = title.length;
+    for (const cells of body) width = Math.max(width, cells[i]!.length);
+    return width + 2;
+  });
   const line = (left: string, mid: string, right: string) => left + widths.map((w) => "─".repeat(w)).join(mid) + right;
   const row = (cells: string[]) => `│${cells.map((cell, i) => ` ${cell.padEnd(widths[i]! - 1, " ")}`).join("│")}│`;
   return [line("┌", "┬", "┐"), row(header), line("├", "┼", "┤"), ...body.map(row), line("└", "┴", "┘")].join("\n");

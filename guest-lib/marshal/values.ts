@@ -1,6 +1,6 @@
 // Values crossing the sandbox boundary, guest side (loaded when a run's input or result is
 // more than a primitive). The host's mirror is
-// host/marshal/guest-values.ts; both implement this one format:
+// host/marshal/crossing-values.ts; both implement this one format:
 //
 //   JSON text, plus a list of ArrayBuffers. JSON carries plain data; what JSON cannot
 //   carry is an object with the single key "$sbx" naming its kind:
@@ -20,8 +20,11 @@ import {
   arrayBufferSlice,
   dateGetTime,
   dateToISOString,
-  defineProperty,
+  defineData,
   getPrototypeOf,
+  hasOwn,
+  objectCreate,
+  setPrototypeOf,
   isArray,
   isArrayBufferView,
   isFinite,
@@ -33,8 +36,20 @@ import {
 } from "scriptbox:intrinsics";
 
 // This module is loaded after the script has run, so it calls no method a script could
-// have poisoned (Array.prototype.push, Function.prototype.call, …): index writes and
-// captured functions only.
+// have poisoned (Array.prototype.push, Function.prototype.call, …): captured functions only.
+// What it builds for JSON.stringify has no prototype (objects from Object.create(null),
+// arrays re-parented to null), so stringifying finds no `toJSON` and writing an element
+// finds no setter a script put on Object.prototype or Array.prototype; an own "__proto__"
+// key stays a key.
+function plainArray(): unknown[] {
+  const out: unknown[] = [];
+  setPrototypeOf(out, null);
+  return out;
+}
+function pushTo(list: unknown[], item: unknown): number {
+  defineData(list, list.length, item);
+  return list.length - 1;
+}
 function contains(list: unknown[], item: unknown): boolean {
   for (let i = 0; i < list.length; i++) if (list[i] === item) return true;
   return false;
@@ -55,15 +70,23 @@ function constructorName(value: object): string {
   }
 }
 
+/** `{ "$sbx": kind, [field]: value }`, prototype-free like everything encode builds. */
+function marker(kind: string, field?: string, value?: unknown): Record<string, unknown> {
+  const out = objectCreate(null) as Record<string, unknown>;
+  defineData(out, MARK, kind);
+  if (field !== undefined) defineData(out, field, value);
+  return out;
+}
+
 function encode(value: unknown, path: string, ancestors: unknown[], buffers: ArrayBuffer[]): unknown {
   switch (typeof value) {
     case "string":
     case "boolean":
       return value;
     case "number":
-      return isFinite(value) && !objectIs(value, -0) ? value : { [MARK]: "number", v: objectIs(value, -0) ? "-0" : `${value}` };
+      return isFinite(value) && !objectIs(value, -0) ? value : marker("number", "v", objectIs(value, -0) ? "-0" : `${value}`);
     case "undefined":
-      return { [MARK]: "undefined" };
+      return marker("undefined");
     case "bigint":
       return refuse(path, "a BigInt", "convert it to a string or a number");
     case "symbol":
@@ -77,14 +100,10 @@ function encode(value: unknown, path: string, ancestors: unknown[], buffers: Arr
   if (object instanceof DateCtor) {
     return isFinite(dateGetTime(object)) ? dateToISOString(object) : null;
   }
-  if (object instanceof ArrayBufferCtor) {
-    buffers[buffers.length] = arrayBufferSlice(object, 0);
-    return { [MARK]: "bytes", i: buffers.length - 1 };
-  }
+  if (object instanceof ArrayBufferCtor) return marker("bytes", "i", pushTo(buffers, arrayBufferSlice(object, 0)));
   if (isArrayBufferView(object)) {
     const view = object as ArrayBufferView;
-    buffers[buffers.length] = arrayBufferSlice(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength);
-    return { [MARK]: "bytes", i: buffers.length - 1 };
+    return marker("bytes", "i", pushTo(buffers, arrayBufferSlice(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength)));
   }
   const toJSON = (object as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === "function") return encode(reflectApply(toJSON, object, []), path, ancestors, buffers);
@@ -92,8 +111,8 @@ function encode(value: unknown, path: string, ancestors: unknown[], buffers: Arr
   ancestors[depth] = object;
   try {
     if (isArray(object)) {
-      const out: unknown[] = [];
-      for (let i = 0; i < object.length; i++) out[i] = encode(object[i], `${path}[${i}]`, ancestors, buffers);
+      const out = plainArray();
+      for (let i = 0; i < object.length; i++) defineData(out, i, encode(object[i], `${path}[${i}]`, ancestors, buffers));
       return out;
     }
     const proto = getPrototypeOf(object);
@@ -103,16 +122,13 @@ function encode(value: unknown, path: string, ancestors: unknown[], buffers: Arr
         name === "Map" ? "use Object.fromEntries(map)" : name === "Set" ? "use Array.from(set)" : name === "Promise" ? "await it" : "return plain data";
       return refuse(path, `a ${name} object`, hint);
     }
-    const out: Record<string, unknown> = {};
+    const out = objectCreate(null) as Record<string, unknown>;
     const keys = objectKeys(object);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
-      const encoded = encode((object as Record<string, unknown>)[key], `${path}.${key}`, ancestors, buffers);
-      // A "__proto__" key is data: assignment would set the prototype and lose it.
-      if (key === "__proto__") defineProperty(out, key, { value: encoded, enumerable: true, writable: true, configurable: true });
-      else out[key] = encoded;
+      defineData(out, key, encode((object as Record<string, unknown>)[key], `${path}.${key}`, ancestors, buffers));
     }
-    return MARK in out ? { [MARK]: "object", v: out } : out;
+    return hasOwn(out, MARK) ? marker("object", "v", out) : out;
   } finally {
     ancestors.length = depth;
   }
@@ -120,9 +136,13 @@ function encode(value: unknown, path: string, ancestors: unknown[], buffers: Arr
 
 /** Encodes a guest value for the host: [json, buffers]. Throws a TypeError naming what cannot cross. */
 export function serialize(value: unknown, rootName: string): [string, ArrayBuffer[]] {
-  const buffers: ArrayBuffer[] = [];
-  const json = jsonStringify(encode(value, rootName, [], buffers)) as string;
-  return [json, buffers];
+  const buffers = plainArray() as ArrayBuffer[];
+  const json = jsonStringify(encode(value, rootName, plainArray(), buffers)) as string;
+  // The host reads both by index: own data properties, no getters on the way.
+  const pair = plainArray();
+  defineData(pair, 0, json);
+  defineData(pair, 1, buffers);
+  return pair as [string, ArrayBuffer[]];
 }
 
 function decode(value: unknown, buffers: ArrayBuffer[]): unknown {
@@ -132,7 +152,7 @@ function decode(value: unknown, buffers: ArrayBuffer[]): unknown {
     return value;
   }
   const record = value as Record<string, unknown>;
-  const kind = record[MARK];
+  const kind = hasOwn(record, MARK) ? record[MARK] : undefined;
   if (kind !== undefined) {
     if (kind === "undefined") return undefined;
     if (kind === "number") return +(record.v as string);
@@ -144,8 +164,9 @@ function decode(value: unknown, buffers: ArrayBuffer[]): unknown {
 
 /** An object's own properties; its own "$sbx" key (if any) is data, not a marker. */
 function decodeProperties(record: Record<string, unknown>, buffers: ArrayBuffer[]): Record<string, unknown> {
+  // JSON.parse made every key an own data property ("__proto__" included): writes stay own.
   const keys = objectKeys(record);
-  for (let i = 0; i < keys.length; i++) record[keys[i]!] = decode(record[keys[i]!], buffers);
+  for (let i = 0; i < keys.length; i++) defineData(record, keys[i]!, decode(record[keys[i]!], buffers));
   return record;
 }
 

@@ -21,14 +21,28 @@ export function canAllocate(engine: EngineInstance, stagingBytes: number, engine
   return true;
 }
 
+/**
+ * Whether the staging buffer alone can be allocated: the check for small values. QuickJS
+ * checks its own allocations (and throws "out of memory" cleanly); only the staging malloc
+ * in quickjs-emscripten is unchecked, and at the cap even a few bytes can fail. One
+ * malloc/free pair in the engine's own heap, well under a microsecond.
+ */
+function canStage(engine: EngineInstance, bytes: number): boolean {
+  const heap = moduleHeap(engine.module);
+  const staging = heap._malloc(bytes + 8);
+  if (staging === 0) return false;
+  heap._free(staging);
+  return true;
+}
+
 /** Bytes of an ArrayBuffer: staged once, copied once by QuickJS. */
 export function canMoveBytes(engine: EngineInstance, byteLength: number): boolean {
-  return byteLength < 64 * 1024 || canAllocate(engine, byteLength, byteLength);
+  return byteLength < 64 * 1024 ? canStage(engine, byteLength) : canAllocate(engine, byteLength, byteLength);
 }
 
 /** A string: staged as UTF-8 (≤ 3 bytes per UTF-16 unit), stored by QuickJS as ≤ 2 bytes per unit. */
 export function canMoveString(engine: EngineInstance, length: number): boolean {
-  return length < 16 * 1024 || canAllocate(engine, length * 3, length * 2);
+  return length < 16 * 1024 ? canStage(engine, length * 3) : canAllocate(engine, length * 3, length * 2);
 }
 
 /** The largest body that can currently be moved in, found by probing (for fetch budgets). */

@@ -65,6 +65,13 @@ export interface TransportFetchOptions {
    * answer is usually yes (small bodies). Default: bytes <= responseBodyBudget().
    */
   responseBodyFits?: (bytes: number) => boolean;
+  /**
+   * The fetch counter of the activation (run or plugin call) this fetch belongs to: the
+   * sandbox passes one per activation, so concurrent plugin calls and runs each have their
+   * own maxFetches budget and none resets another's. Without it the transport's own
+   * counter (reset by beginRun) is used.
+   */
+  counter?: { fetches: number };
 }
 
 export interface TransportResult {
@@ -84,7 +91,7 @@ export class SandboxFetchTransport {
   readonly #dispatcher: Dispatcher;
   readonly #gate: ConcurrencyGate;
   readonly #inFlight = new Set<Cancellation>();
-  #runFetches = 0;
+  readonly #runCounter = { fetches: 0 };
 
   constructor(options: SandboxFetchTransportOptions, dispatcher: Dispatcher = sharedDispatcher()) {
     this.#policy = new NetworkPolicy(options.allow, options.resolver);
@@ -96,7 +103,7 @@ export class SandboxFetchTransport {
 
   /** Starts a run (or plugin call): maxFetches and stats.fetches count from zero again. */
   beginRun(): void {
-    this.#runFetches = 0;
+    this.#runCounter.fetches = 0;
     this.stats.fetches = 0;
   }
 
@@ -118,10 +125,11 @@ export class SandboxFetchTransport {
     let timer: NodeJS.Timeout | undefined;
     let holdsSlot = false;
     try {
-      if (this.#runFetches >= this.limits.maxFetches) {
+      const counter = options.counter ?? this.#runCounter;
+      if (counter.fetches >= this.limits.maxFetches) {
         throw limitError(`maxFetches (${this.limits.maxFetches}) reached: no more fetches in this run`);
       }
-      this.#runFetches++;
+      counter.fetches++;
       this.stats.fetches++;
       const { hop, redirect } = validateRequest(request, this.limits.maxRequestHeaders);
       const bodyBytes = hop.body?.byteLength ?? 0;

@@ -6,6 +6,17 @@
 //    guest-lib/core/marshal.ts (JSON text plus ArrayBuffers; see that file).
 const MARK = "$sbx";
 
+/**
+ * Writes an own data property. `out[key] = value` with key "__proto__" would set the
+ * object's prototype instead (and the key would be gone); defining keeps it as data, so
+ * `{ "__proto__": … }` in input, results, env or secrets crosses as a plain key and
+ * pollutes nothing.
+ */
+export function defineData(target: object, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  else (target as Record<string, unknown>)[key] = value;
+}
+
 function refuse(path: string, what: string): never {
   throw new TypeError(`${path}: ${what} cannot cross into the sandbox (only JSON-like data, undefined, Date and bytes can)`);
 }
@@ -40,7 +51,7 @@ export function toCrossable(value: unknown, path: string, ancestors: object[] = 
       return refuse(path, `a ${(object as { constructor?: { name?: string } }).constructor?.name ?? "class"} instance`);
     }
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(object)) setData(out, key, toCrossable((object as Record<string, unknown>)[key], `${path}.${key}`, ancestors));
+    for (const key of Object.keys(object)) defineData(out, key, toCrossable((object as Record<string, unknown>)[key], `${path}.${key}`, ancestors));
     return out;
   } finally {
     ancestors.pop();
@@ -59,8 +70,8 @@ function encode(value: unknown, buffers: ArrayBuffer[]): unknown {
   }
   if (Array.isArray(value)) return value.map((item) => encode(item, buffers));
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) out[key] = encode((value as Record<string, unknown>)[key], buffers);
-  return MARK in out ? { [MARK]: "object", v: out } : out;
+  for (const key of Object.keys(value)) defineData(out, key, encode((value as Record<string, unknown>)[key], buffers));
+  return Object.hasOwn(out, MARK) ? { [MARK]: "object", v: out } : out;
 }
 
 /** Encodes a crossable host value (see toCrossable) for guest-lib/core/marshal.ts's deserialize. */
@@ -92,14 +103,8 @@ function decode(value: unknown, buffers: Uint8Array[]): unknown {
 /** An object's own properties; its own "$sbx" key (if any) is data, not a marker. */
 function decodeProperties(record: Record<string, unknown>, buffers: Uint8Array[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(record)) setData(out, key, decode(record[key], buffers));
+  for (const key of Object.keys(record)) defineData(out, key, decode(record[key], buffers));
   return out;
-}
-
-/** `out[key] = value`, except that a "__proto__" key stays data (assignment would set the prototype). */
-function setData(out: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
-  else out[key] = value;
 }
 
 /** Decodes what guest-lib/core/marshal.ts's serialize produced. */

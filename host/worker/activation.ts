@@ -7,6 +7,9 @@ import type { ErrorKind, LogEntry, LogLevel, SandboxError } from "../types.js";
 import type { Budget } from "./guard.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 
+/** What one console entry costs against maxLogBytes at least (see Activation.log). */
+export const LOG_ENTRY_MIN_COST = 64;
+
 export type ActivationKind = "run" | "load" | "call";
 
 export interface PendingFetch {
@@ -24,7 +27,8 @@ export class Activation implements Budget {
   readonly timers = new Map<number, { timer: NodeJS.Timeout; ref: boolean }>();
   refTimers = 0;
   readonly fetches = new Map<number, PendingFetch>();
-  fetchCount = 0;
+  /** Fetches this activation started: its own maxFetches budget (the transport counts in it). */
+  readonly fetchCounter = { fetches: 0 };
   /** Async host calls in flight (host modules), by call id; and all host calls made. */
   readonly hostCalls = new Map<number, PendingFetch>();
   hostCallCount = 0;
@@ -83,20 +87,26 @@ export class Activation implements Budget {
     return `memoryBytes limit (${formatBytes(this.limits.memoryBytes)}) exceeded`;
   }
 
-  /** Adds console output, keeping at most maxLogBytes (UTF-8) and marking the cut once. */
+  /**
+   * Adds console output, keeping at most maxLogBytes and marking the cut once. An entry
+   * costs its UTF-8 bytes but at least LOG_ENTRY_MIN_COST: an entry object (level, time,
+   * message) costs the embedder memory even when its message is empty, so a loop of
+   * `console.log()` is bounded in count as well as in bytes (maxLogBytes / 64 entries).
+   */
   log(level: LogLevel, message: string): void {
     if (this.logsTruncated) return;
     const max = this.limits.maxLogBytes;
     const bytes = Buffer.byteLength(message, "utf8");
-    if (this.logBytes + bytes <= max) {
-      this.logBytes += bytes;
+    const cost = Math.max(bytes, LOG_ENTRY_MIN_COST);
+    if (this.logBytes + cost <= max) {
+      this.logBytes += cost;
       this.push({ level, message, time: Date.now() });
       return;
     }
     const room = max - this.logBytes;
     if (room > 0) {
       // Cut on a UTF-8 boundary: decoding a cut byte string drops the partial character.
-      const cut = Buffer.from(message, "utf8").subarray(0, room).toString("utf8").replace(/\uFFFD$/, "");
+      const cut = bytes <= room ? message : Buffer.from(message, "utf8").subarray(0, room).toString("utf8").replace(/\uFFFD$/, "");
       this.push({ level, message: cut, time: Date.now() });
     }
     this.logBytes = max;

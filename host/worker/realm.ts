@@ -10,7 +10,7 @@
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import { performance } from "node:perf_hooks";
 import type { EngineInstance } from "../engine/instance.js";
-import { canMoveBytes, canMoveString } from "../engine/headroom.js";
+import { canAllocate, canMoveBytes, canMoveString } from "../engine/headroom.js";
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
 import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
 import { installLeanCalls } from "../engine/lean-calls.js";
@@ -22,7 +22,8 @@ import { Activation, type ActivationKind } from "./activation.js";
 import { createBridge } from "./bridge/index.js";
 import { hostModuleSource } from "./bridge/host-modules.js";
 import type { GuestBundle } from "./guest-bundle.js";
-import { ExecutionGuard, type WatchdogSlot } from "./guard.js";
+import { ExecutionGuard, type Budget, type WatchdogSlot } from "./guard.js";
+import { DEFAULT_LIMITS, type Limits } from "../limits.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 
 /** Why an activation the embedder stopped (signal, dispose(), queue timeout) ended. */
@@ -60,8 +61,24 @@ type Captured = { direct: unknown } | { json: string; buffers: Uint8Array[] };
 
 type Continuation = (value: QuickJSHandle) => void;
 
+/** Free memory below which an uncaught `null` is taken for QuickJS's out-of-memory (see failWithGuestError). */
+const OOM_PROBE_BYTES = 64 * 1024;
+
+/** Error messages made for the guest keep at most this much of what they echo. */
+const MAX_ERROR_MESSAGE_CHARS = 1024;
+
+/** Jobs run between two checks of the deadline while draining the job queue (see pumpJobs). */
+const JOB_BATCH = 64;
+
 /** Thrown inside the realm when the engine instance has failed (wasm trap, host bug). */
 class EnginePoisoned extends Error {}
+
+/**
+ * Thrown by newGuestString/newGuestBytes when the guest heap has no room for a host value:
+ * the activation has already been stopped with kind `memory` (see Realm.stopForMemory);
+ * callers only unwind, allocating nothing more in the engine.
+ */
+export class GuestMemoryError extends Error {}
 
 export class Realm {
   readonly runtime: QuickJSRuntime;
@@ -104,11 +121,17 @@ export class Realm {
     const ctx = this.context;
     const bridge = createBridge(this);
     const coreSource = bundle.source("core")!;
-    const factory = ctx.evalCode(coreSource, "scriptbox:core").unwrap();
-    const require = ctx.newFunction("require", (name) =>
-      ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
-    );
-    const exports = ctx.callFunction(factory, ctx.undefined, require).unwrap();
+    // Realm preparation is an entry into guest code like any other: under a deadline and
+    // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
+    const budget = this.ownBudget();
+    const { factory, require, exports } = this.guard.enter(budget, () => {
+      const factory = ctx.evalCode(coreSource, "scriptbox:core").unwrap();
+      const require = ctx.newFunction("require", (name) =>
+        ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
+      );
+      return { factory, require, exports: ctx.callFunction(factory, ctx.undefined, require).unwrap() };
+    });
+    this.guard.reset();
     const hooks = ctx.getProp(exports, "hooks");
     const hook = (name: keyof Hooks) => ctx.getProp(hooks, name);
     this.hooks = {
@@ -152,7 +175,16 @@ export class Realm {
 
   private loadModuleSource(name: string): string | { error: Error } {
     const source = this.services.bundle.publicModuleSource(name) ?? hostModuleSource(this, name);
-    if (source !== undefined) return source;
+    if (source !== undefined) {
+      if (!canMoveString(this.services.engine, source.length)) {
+        try {
+          this.stopForMemory(`no room to load the ${name} module`);
+        } catch {
+          return { error: new Error(`memoryBytes limit: no room to load the ${name} module`) };
+        }
+      }
+      return source;
+    }
     const builtins = this.services.bundle.availablePublicModules.join(", ");
     if (name.startsWith("/") || name.startsWith(".")) {
       return {
@@ -168,21 +200,46 @@ export class Realm {
   loadGuestModule(name: string): QuickJSHandle {
     const source = this.services.bundle.source(name);
     if (source === undefined || name === "core") throw new TypeError(`no guest module named ${name}`);
+    // evalCode stages the source like newString does: the first load of a lazy module at
+    // the memory cap must stop the run with kind memory, not write through a null pointer.
+    if (!canMoveString(this.services.engine, source.length)) this.stopForMemory(`no room to load the ${name} module`);
     return this.context.evalCode(source, `scriptbox:${name}`).unwrap();
   }
 
-  /** A fixed budget for our own code run outside any activation (preloading, statistics). */
+  /**
+   * The budget for our own code run outside any activation (realm preparation, preloading,
+   * the post-run module-usage hook): the sandbox's own CPU and wall limits, so a script that
+   * broke something these hooks use is stopped exactly like the script itself would be.
+   */
+  private ownBudget(): Budget {
+    let limits: Pick<Limits, "cpuTimeMs" | "wallTimeMs"> = DEFAULT_LIMITS;
+    try {
+      limits = this.services.config().limits;
+    } catch {
+      // Not configured yet (a warm pool's spare realm): the default limits.
+    }
+    return { wallDeadline: performance.now() + limits.wallTimeMs, cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
+  }
+
+  /** Runs our own guest code outside any activation, guarded by ownBudget(); undefined on any failure. */
   private ownCode<T>(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, use: (value: QuickJSHandle) => T): T | undefined {
     if (this.activation || !this.alive) return undefined;
-    const budget = { wallDeadline: performance.now() + 5_000, cpuRemainingMs: () => 2_000, chargeCpu: () => undefined };
     try {
-      const result = this.guard.enter(budget, fn);
+      let result: { value?: QuickJSHandle; error?: QuickJSHandle };
+      try {
+        result = this.guard.enter(this.ownBudget(), fn);
+      } catch (error) {
+        // A trap in our own hook (the heap at its cap) disposes the sandbox now, in this
+        // turn; it never escapes as a raw RuntimeError.
+        this.poison(error);
+        return undefined;
+      }
       if (result.error) {
         result.error.dispose();
         return undefined;
       }
       try {
-        return use(result.value!);
+        return this.guard.interruptedBy === null ? use(result.value!) : undefined;
       } finally {
         result.value!.dispose();
       }
@@ -218,6 +275,7 @@ export class Realm {
   /** Evaluates a script module; calls its default export with `input`; awaits everything. */
   run(code: string, filename: string, input: unknown, control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
     return this.activate("run", control, () => {
+      if (!this.hasRoomForSource(code)) return;
       const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), filename);
       if (evaluated === null) return;
       this.await(evaluated, (namespace) => {
@@ -248,14 +306,27 @@ export class Realm {
 
   /** Evaluates a plugin module and keeps its namespace for later calls. */
   load(code: string, filename: string, control: ActivationControl = NO_CONTROL): Promise<ActivationOutcome> {
+    let exports: string[] = [];
     return this.activate("load", control, () => {
+      if (!this.hasRoomForSource(code)) return;
       const evaluated = this.enterGuest(() => this.context.evalCode(code, filename, { type: "module" }), filename);
       if (evaluated === null) return;
       this.await(evaluated, (namespace) => {
         this.namespace = namespace;
+        // Listed inside the activation: the listing is guest code under the load's limits.
+        const names = this.exportNames();
+        if (names === null) return;
+        exports = names;
         this.complete(undefined);
       });
-    }).then((outcome) => (outcome.ok ? { ...outcome, exports: this.exportNames() } : outcome));
+    }).then((outcome) => (outcome.ok ? { ...outcome, exports } : outcome));
+  }
+
+  /** Whether the script's source fits in the guest heap (evalCode stages it unchecked); records kind memory if not. */
+  private hasRoomForSource(code: string): boolean {
+    if (canMoveString(this.services.engine, code.length)) return true;
+    this.activation!.failLimit("memory", `${this.activation!.memoryLimitMessage()}: no room for the script's source (${code.length} characters)`);
+    return false;
   }
 
   /** Calls a plugin export with arguments; awaits its result and everything it started. */
@@ -266,6 +337,7 @@ export class Realm {
       if (this.context.typeof(fn) !== "function") {
         fn.dispose();
         const exports = this.exportNames();
+        if (exports === null) return;
         this.activation!.fail(
           "script",
           "TypeError",
@@ -288,16 +360,14 @@ export class Realm {
     });
   }
 
-  private exportNames(): string[] {
-    if (!this.namespace || !this.alive) return [];
+  /** The plugin's export names, listed by the guest under the current activation's limits; null after a failure. */
+  private exportNames(): string[] | null {
+    const namespace = this.namespace!;
     // The guest lists them (getOwnPropertyNames can read a stale view; see fresh-views.ts).
-    const listed = this.context.callFunction(this.hooks.exportNames, this.context.undefined, this.namespace);
-    if (listed.error) {
-      listed.error.dispose();
-      return [];
-    }
-    const names = JSON.parse(this.context.getString(listed.value)) as string[];
-    listed.value.dispose();
+    const listed = this.enterGuest(() => this.context.callFunction(this.hooks.exportNames, this.context.undefined, namespace));
+    if (listed === null) return null;
+    const names = JSON.parse(this.context.getString(listed)) as string[];
+    listed.dispose();
     return names.sort();
   }
 
@@ -327,7 +397,6 @@ export class Realm {
     this.mainDone = false;
     this.main = null;
     this.result = undefined;
-    this.services.transport().beginRun();
     return new Promise<ActivationOutcome>((resolve) => {
       this.finish = resolve;
       this.guestTask(start);
@@ -438,13 +507,39 @@ export class Realm {
     const array = ctx.newArray();
     buffers.forEach((buffer, i) => {
       const handle = ctx.newArrayBuffer(buffer);
-      ctx.setProp(array, i, handle);
+      // Defined, not set: setting an index would call a setter a script put on Array.prototype.
+      ctx.defineProp(array, i, { value: handle, enumerable: true });
       handle.dispose();
     });
     const decoded = this.enterGuest(() => ctx.callFunction(this.hooks.deserialize, ctx.undefined, jsonHandle, array));
     jsonHandle.dispose();
     array.dispose();
     return decoded;
+  }
+
+  /**
+   * Host text into the guest heap (bridge results, error messages): headroom is checked
+   * first, since quickjs-emscripten's staging malloc is unchecked and a failure at the cap
+   * corrupts the engine. No room: the activation stops with kind `memory` and this throws
+   * GuestMemoryError. Every host-to-guest string goes through here (host modules too).
+   */
+  newGuestString(text: string, what = "a string"): QuickJSHandle {
+    if (!canMoveString(this.services.engine, text.length)) this.stopForMemory(`no room for ${what} (${text.length} characters)`);
+    return this.context.newString(text);
+  }
+
+  /** Host bytes into the guest heap, as newGuestString. */
+  newGuestBytes(buffer: ArrayBuffer, what = "bytes"): QuickJSHandle {
+    if (!canMoveBytes(this.services.engine, buffer.byteLength)) this.stopForMemory(`no room for ${what} (${buffer.byteLength} bytes)`);
+    return this.context.newArrayBuffer(buffer);
+  }
+
+  /** Ends the activation with kind `memory` (uncatchable: the engine stops at its next check). */
+  stopForMemory(detail: string): never {
+    const activation = this.activation;
+    activation?.failLimit("memory", `${activation.memoryLimitMessage()}: ${detail}`);
+    this.guard.stopNow("limit");
+    throw new GuestMemoryError(detail);
   }
 
   // ---- entering the guest and the event loop ----------------------------------------------
@@ -481,7 +576,8 @@ export class Realm {
       if (activation.failure === null) work();
       this.drain();
     } catch (error) {
-      if (!(error instanceof EnginePoisoned)) this.poison(error);
+      // GuestMemoryError: the activation already failed with kind memory; nothing is broken.
+      if (!(error instanceof EnginePoisoned) && !(error instanceof GuestMemoryError)) this.poison(error);
     }
     this.settleIfDone();
   }
@@ -496,7 +592,7 @@ export class Realm {
         if (this.runtime.hasPendingJob()) {
           let jobs;
           try {
-            jobs = this.guard.enter(activation, () => executePendingJobs(this.services.engine, this.runtime, this.context));
+            jobs = this.guard.enter(activation, () => this.pumpJobs());
           } catch (error) {
             throw this.poison(error);
           }
@@ -527,6 +623,22 @@ export class Realm {
       }
     } finally {
       this.draining = false;
+    }
+  }
+
+  /**
+   * Runs queued jobs in batches, asking the interrupt handler between batches: a job that
+   * only queues more jobs (`f = () => { P.then(f); P.then(f) }`) has no loop in which
+   * QuickJS would call the handler itself, so without this a promise flood would run until
+   * the watchdog killed the worker.
+   */
+  private pumpJobs(): ReturnType<typeof executePendingJobs> {
+    let executed = 0;
+    for (;;) {
+      const step = executePendingJobs(this.services.engine, this.runtime, this.context, JOB_BATCH);
+      if (step.error) return step;
+      executed += step.executed;
+      if (step.executed < JOB_BATCH || !this.runtime.hasPendingJob() || this.guard.shouldInterrupt()) return { executed };
     }
   }
 
@@ -566,7 +678,7 @@ export class Realm {
         cpuTimeMs: Math.round(activation.cpuUsedMs * 1000) / 1000,
         wallTimeMs: Math.round(activation.wallTimeMs * 1000) / 1000,
         memoryBytes: this.services.engine.memory.buffer.byteLength,
-        fetches: activation.fetchCount,
+        fetches: activation.fetchCounter.fetches,
       },
       ...(this.dead !== null ? { sandboxDisposed: this.dead } : {}),
     };
@@ -597,13 +709,23 @@ export class Realm {
       error.dispose();
       return this.failInterrupted(stack);
     }
+    // At the memory cap QuickJS cannot even allocate its "out of memory" error and throws
+    // null instead: an uncaught null with no room left is the memory limit, not `Uncaught null`.
+    if (this.context.sameValue(error, this.context.null) && !canAllocate(this.services.engine, OOM_PROBE_BYTES, OOM_PROBE_BYTES)) {
+      error.dispose();
+      return activation.failLimit("memory", `${activation.memoryLimitMessage()}: out of memory`);
+    }
     const described = this.describe(error);
     error.dispose();
+    // Describing it ran guest code (getters on the thrown value) that a limit stopped.
+    if (this.guard.interruptedBy !== null) return this.failInterrupted(described.stack);
     const { name, message, stack } = described;
     if (name === "InternalError" && message === "out of memory") {
       return activation.failLimit("memory", `${activation.memoryLimitMessage()}: out of memory`, stack);
     }
-    if (name === "InternalError" && message === "stack overflow") {
+    // QuickJS reports deep nesting in JSON.parse and in the parser as SyntaxError "stack
+    // overflow", and recursion as InternalError: all of them hit stackBytes (docs/limits.md).
+    if ((name === "InternalError" || name === "SyntaxError") && message === "stack overflow") {
       return activation.failLimit("limit", `stackBytes limit (${activation.limits.stackBytes} bytes) exceeded: stack overflow`, stack);
     }
     // A parse error of the module has one frame, without a function, in the module's own
@@ -662,7 +784,14 @@ export class Realm {
   /** Reads an error's stack without running guest code (used when the engine is interrupted). */
   private readStack(error: QuickJSHandle): string {
     if (this.context.typeof(error) !== "object") return "";
-    const stack = this.context.getProp(error, "stack");
+    // A getter on "stack" is guest code: entered under the guard, which is already stopping
+    // the engine (interruptedBy is set), so it cannot run past its first check.
+    let stack: QuickJSHandle;
+    try {
+      stack = this.guard.enter(this.activation!, () => this.context.getProp(error, "stack"));
+    } catch {
+      return "";
+    }
     const text = this.context.typeof(stack) === "string" ? this.context.getString(stack) : "";
     stack.dispose();
     return text;
@@ -671,8 +800,17 @@ export class Realm {
   /** Makes a real guest error (instanceof TypeError works) for a bridge function to throw. */
   guestError(name: "TypeError" | "RangeError" | "Error", message: string): QuickJSHandle {
     const ctx = this.context;
-    const nameHandle = ctx.newString(name);
-    const messageHandle = ctx.newString(message);
+    // Messages may echo guest input (a secret's name, a URL): a bounded echo, and headroom
+    // checked like any host value (newGuestString throws GuestMemoryError when full).
+    const shown = message.length > MAX_ERROR_MESSAGE_CHARS ? `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}… (${message.length} characters)` : message;
+    const nameHandle = this.newGuestString(name);
+    let messageHandle: QuickJSHandle;
+    try {
+      messageHandle = this.newGuestString(shown, "an error message");
+    } catch (error) {
+      nameHandle.dispose();
+      throw error;
+    }
     const made = ctx.callFunction(this.hooks.makeError, ctx.undefined, nameHandle, messageHandle);
     nameHandle.dispose();
     messageHandle.dispose();

@@ -187,7 +187,26 @@ export class WorkerSandbox implements RealmServices {
     }
   }
 
-  async run(code: string, filename: string, input: unknown, control: ActivationControl = NO_CONTROL, hostCalls?: ActivationHostCalls): Promise<ActivationOutcome> {
+  /**
+   * Runs one request's work so that whatever goes wrong becomes an outcome, never a raw
+   * error (a RuntimeError from an engine trap would otherwise reach the embedder as a
+   * rejected run): an engine failure disposes the sandbox in this same turn.
+   */
+  private async outcomeOf(work: () => Promise<ActivationOutcome>): Promise<ActivationOutcome> {
+    try {
+      return await work();
+    } catch (error) {
+      const message = `the sandbox's engine failed (${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}); the sandbox was disposed`;
+      this.poisoned(message);
+      return { ...failedOutcome(message, message), error: { kind: error instanceof WebAssembly.RuntimeError ? "memory" : "script", name: "InternalError", message, stack: "" } };
+    }
+  }
+
+  run(code: string, filename: string, input: unknown, control: ActivationControl = NO_CONTROL, hostCalls?: ActivationHostCalls): Promise<ActivationOutcome> {
+    return this.outcomeOf(() => this.runInRealm(code, filename, input, control, hostCalls));
+  }
+
+  private async runInRealm(code: string, filename: string, input: unknown, control: ActivationControl, hostCalls: ActivationHostCalls | undefined): Promise<ActivationOutcome> {
     const realm = await this.acquireRealm();
     if (!(realm instanceof Realm)) return realm;
     attachHostModules(realm, this.configuration?.hostModules, hostCalls);
@@ -203,21 +222,23 @@ export class WorkerSandbox implements RealmServices {
     }
   }
 
-  async load(pluginId: number, code: string, filename: string, control: ActivationControl = NO_CONTROL, hostCalls?: ActivationHostCalls): Promise<ActivationOutcome> {
-    const realm = await this.acquireRealm();
-    if (!(realm instanceof Realm)) return realm;
-    attachHostModules(realm, this.configuration?.hostModules, hostCalls);
-    const outcome = await realm.load(code, filename, control);
-    if (outcome.ok && realm.alive) this.plugins.set(pluginId, { realm, queue: Promise.resolve(), busy: 0 });
-    else this.disposeRealm(realm);
-    return outcome;
+  load(pluginId: number, code: string, filename: string, control: ActivationControl = NO_CONTROL, hostCalls?: ActivationHostCalls): Promise<ActivationOutcome> {
+    return this.outcomeOf(async () => {
+      const realm = await this.acquireRealm();
+      if (!(realm instanceof Realm)) return realm;
+      attachHostModules(realm, this.configuration?.hostModules, hostCalls);
+      const outcome = await realm.load(code, filename, control);
+      if (outcome.ok && realm.alive) this.plugins.set(pluginId, { realm, queue: Promise.resolve(), busy: 0 });
+      else this.disposeRealm(realm);
+      return outcome;
+    });
   }
 
   call(pluginId: number, name: string, args: unknown[], control: ActivationControl = NO_CONTROL, hostCalls?: ActivationHostCalls): Promise<ActivationOutcome> {
     const slot = this.plugins.get(pluginId);
     if (!this.alive) return Promise.resolve(failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!));
     if (!slot) return Promise.resolve(failedOutcome("the plugin is not loaded (it was unloaded, or stopped by a limit)"));
-    const callNow = async () => {
+    const callNow = () => this.outcomeOf(async () => {
       renewHostCallToken(slot.realm, hostCalls);
       const outcome = await slot.realm.call(name, args, control);
       // A limit stopped the plugin mid-flight: its state and job queue are torn, so it is
@@ -227,7 +248,7 @@ export class WorkerSandbox implements RealmServices {
         return { ...outcome, error: { ...outcome.error, message: `${outcome.error.message}; the plugin was unloaded` } };
       }
       return outcome;
-    };
+    });
     // Calls on one plugin run one after another; when none is in flight, at once.
     const result = slot.busy ? slot.queue.then(callNow) : callNow();
     slot.busy++;

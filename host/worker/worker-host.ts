@@ -24,6 +24,8 @@ import { currentThreadId } from "../thread-cpu.js";
 const REFILL_DELAY_MS = 15;
 /** An engine grown past this is not recycled: its memory never shrinks. */
 const RECYCLE_MAX_MEMORY_BYTES = 24 * 1024 * 1024;
+/** Streamed console entries per message at most (see queueLog). */
+const LOG_BATCH_MAX = 512;
 
 export class WorkerHost {
   private readonly bundle = GuestBundle.load();
@@ -50,14 +52,48 @@ export class WorkerHost {
   }
 
   private post(message: WorkerMessage): void {
+    // Streamed console entries go out before anything that follows them (a run's reply).
+    if (this.pendingLogs.length > 0) this.flushLogs();
     this.port.postMessage(message);
+  }
+
+  /**
+   * Streamed console entries, sent in batches: one message per turn of the worker's event
+   * loop (or per LOG_BATCH_MAX entries) instead of one per console call, so a logging loop
+   * never queues an unbounded number of messages to the embedder.
+   */
+  private pendingLogs: { sandboxId: number; entry: LogEntry }[] = [];
+  private logFlushScheduled = false;
+
+  private queueLog(sandboxId: number, entry: LogEntry): void {
+    this.pendingLogs.push({ sandboxId, entry });
+    if (this.pendingLogs.length >= LOG_BATCH_MAX) this.flushLogs();
+    else if (!this.logFlushScheduled) {
+      this.logFlushScheduled = true;
+      setImmediate(() => {
+        this.logFlushScheduled = false;
+        this.flushLogs();
+      });
+    }
+  }
+
+  private flushLogs(): void {
+    const pending = this.pendingLogs;
+    this.pendingLogs = [];
+    let start = 0;
+    for (let i = 1; i <= pending.length; i++) {
+      if (i < pending.length && pending[i]!.sandboxId === pending[start]!.sandboxId) continue;
+      const entries = pending.slice(start, i).map((item) => item.entry);
+      this.port.postMessage({ type: "log", sandboxId: pending[start]!.sandboxId, entries } satisfies WorkerMessage);
+      start = i;
+    }
   }
 
   async newSandbox(variant: EngineVariantName, memoryBytes: number): Promise<WorkerSandbox> {
     const { engine, tracking } = await this.newEngine(variant, memoryBytes);
     return new WorkerSandbox(engine, tracking, this.bundle, this.watchdog, {
       moduleUsage: this.moduleUsage,
-      emitLog: (sandboxId: number, entry: LogEntry) => this.post({ type: "log", sandboxId, entry }),
+      emitLog: (sandboxId: number, entry: LogEntry) => this.queueLog(sandboxId, entry),
       onPoisoned: (sandbox: WorkerSandbox) => {
         const sandboxId = sandbox.sandboxId;
         if (sandboxId === 0) return;

@@ -10,7 +10,7 @@ export function cryptoFunctions(realm: Realm): BridgeFunctions {
     randomBytes(lengthHandle) {
       const length = integerArg(ctx, lengthHandle, "byte length", 0, 65536);
       const bytes = randomBytes(length);
-      return ctx.newArrayBuffer(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + length));
+      return realm.newGuestBytes(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + length), "random bytes");
     },
   };
 }

@@ -68,13 +68,12 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
       if (!activation) throw new BridgeArgumentError("no script is running");
       if (activation.fetches.has(id)) throw new BridgeArgumentError(`fetch ${id} is already in flight`);
       const target = fetchTarget(input, realm.services.config().location);
-      if (target.scheme === "data") return ctx.newString(target.href);
+      if (target.scheme === "data") return realm.newGuestString(target.href, "a data: URL");
       const onSettle = realm.own(functionArg(ctx, onSettleHandle, "onSettle"));
 
       const engine = realm.services.engine;
       const controller = new CancelToken();
       activation.fetches.set(id, { abort: () => controller.abort() });
-      activation.fetchCount++;
       activation.noteEffect();
       /** Calls the guest's callback (once), then lets go of it. */
       const settle = (args: () => QuickJSHandle[]) => {
@@ -96,6 +95,7 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
           { url: target.url, ...init, body },
           {
             signal: controller,
+            counter: activation.fetchCounter,
             responseBodyBudget: () => largestMovableBytes(engine, activation.limits.maxResponseBytes),
             responseBodyFits: (bytes) => canMoveBytes(engine, bytes), // no probe at all below 64 KiB
           },
@@ -104,17 +104,21 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
           ({ response, body: bytes }) => {
             if (!canMoveBytes(engine, bytes.byteLength)) {
               const message = `limit: memoryBytes headroom too small for a ${bytes.byteLength}-byte response body`;
-              return settle(() => [ctx.newString(JSON.stringify({ type: "limit", message }))]);
+              return settle(() => [realm.newGuestString(JSON.stringify({ type: "limit", message }), "a fetch error")]);
             }
             settle(() => {
               const exact = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-              return [
-                ctx.newString(responseHead(response)),
-                ctx.newArrayBuffer(exact ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
-              ];
+              const body = (exact ? bytes.buffer : bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)) as ArrayBuffer;
+              const head = realm.newGuestString(responseHead(response), "a response head");
+              try {
+                return [head, realm.newGuestBytes(body, "a response body")];
+              } catch (error) {
+                head.dispose();
+                throw error;
+              }
             });
           },
-          (error) => settle(() => [ctx.newString(errorRecord(error))]),
+          (error) => settle(() => [realm.newGuestString(errorRecord(error), "a fetch error")]),
         );
       return undefined;
     },

@@ -2,7 +2,7 @@
 // (see guest-lib/types/bridge.d.ts for the contract). One module per capability installs
 // its functions; this file wraps each so that a failure becomes a guest exception.
 import type { QuickJSHandle } from "quickjs-emscripten-core";
-import type { Realm } from "../realm.js";
+import { GuestMemoryError, type Realm } from "../realm.js";
 import { consoleFunctions } from "./console.js";
 import { cryptoFunctions } from "./crypto.js";
 import { fetchFunctions } from "./fetch.js";
@@ -38,10 +38,17 @@ export function createBridge(realm: Realm): QuickJSHandle {
   const bridge = ctx.newObject();
   for (const [name, impl] of Object.entries(functions)) {
     const fn = ctx.newFunction(name, (...args) => {
+      // A bridge call can cost far more than the bytecode around it (a 1 MB argument read
+      // and echoed), and QuickJS polls the interrupt handler only every few thousand
+      // back-edges: past a deadline, refuse the call at once (a throw the script may catch,
+      // but each retry is then cheap and the engine's own check follows soon).
+      if (realm.guard.inGuest && realm.guard.shouldInterrupt()) return { error: ctx.undefined };
       try {
         return impl(...args);
       } catch (error) {
         if (error instanceof WebAssembly.RuntimeError) throw error; // the engine failed: let the realm see it
+        // No room for a host value: the run is already stopping with kind memory; allocate nothing.
+        if (error instanceof GuestMemoryError) return undefined;
         const name = error instanceof RangeError ? "RangeError" : error instanceof TypeError ? "TypeError" : "Error";
         const message = error instanceof Error ? error.message : String(error);
         return { error: realm.guestError(name, message) };

@@ -8,17 +8,17 @@ export function runtimeFunctions(realm: Realm): BridgeFunctions {
   const ctx = realm.context;
   return {
     env() {
-      return ctx.newString(JSON.stringify(realm.services.config().env));
+      return realm.newGuestString(JSON.stringify(realm.services.config().env), "env");
     },
     secret(nameHandle) {
       const name = stringArg(ctx, nameHandle, "secret name");
-      return ctx.newString(realm.services.transport().secretPlaceholder(name));
+      return realm.newGuestString(realm.services.transport().secretPlaceholder(name));
     },
     cloudConfig() {
       const cloud = realm.services.config().cloud;
       if (cloud === null) return ctx.newString("null");
       const transport = realm.services.transport();
-      return ctx.newString(
+      return realm.newGuestString(
         JSON.stringify({
           baseUrl: cloud.baseUrl,
           token: cloud.token ? transport.secretPlaceholder(cloud.token.secret) : null,

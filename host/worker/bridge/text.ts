@@ -3,7 +3,6 @@
 // string as JSON text (native JSON.stringify keeps NULs and lone surrogates, which a C
 // string would lose); the host decodes it and encodes UTF-8, lone surrogates as U+FFFD
 // exactly as the Encoding standard's UTF-8 encode says.
-import { canMoveBytes } from "../../engine/headroom.js";
 import type { Realm } from "../realm.js";
 import { BridgeArgumentError, stringArg } from "./args.js";
 import type { BridgeFunctions } from "./index.js";
@@ -21,10 +20,7 @@ export function textFunctions(realm: Realm): BridgeFunctions {
       }
       if (typeof text !== "string") throw new BridgeArgumentError("utf8Encode expects a string as JSON text");
       const bytes = Buffer.from(text, "utf8");
-      if (!canMoveBytes(realm.services.engine, bytes.byteLength)) {
-        throw new RangeError(`memoryBytes limit: no room for ${bytes.byteLength} bytes of encoded text`);
-      }
-      return ctx.newArrayBuffer(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+      return realm.newGuestBytes(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength), "encoded text");
     },
   };
 }
