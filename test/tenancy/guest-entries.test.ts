@@ -2,12 +2,12 @@
 // listing, plugin arguments and results, the post-run module-usage hook, error
 // description) is guarded by the sandbox's CPU limit, and host-side marshalling calls no
 // accessor, toJSON or prototype method a script defined. Each hostile case runs beside
-// bystander sandboxes (at least one on the same worker: see helpers.ts), which keep answering.
+// bystander sandboxes (at least one on the same worker: see guest-helpers.ts), which keep answering.
 // `MODE=forever` variants make the hostile code loop forever: they must end with kind `cpu`
 // within the CPU limit (+25 ms, the interrupt's granularity) instead of hanging the worker.
 import { describe, expect, it } from "vitest";
 import { ScriptError } from "scriptbox";
-import { bystandersAnswer, hostileAmongBystanders } from "./helpers.js";
+import { bystandersAnswer, hostileAmongBystanders } from "./guest-helpers.js";
 
 const CPU_LIMIT_MS = 150;
 const limits = { cpuTimeMs: CPU_LIMIT_MS, wallTimeMs: 5_000 };

@@ -4,7 +4,7 @@
 // thread's own, so the limit holds however busy the machine is. Console floods are bounded
 // in entries as well as bytes. Bystanders on the same worker keep answering throughout.
 import { describe, expect, it } from "vitest";
-import { bystandersAnswer, hostileAmongBystanders } from "./helpers.js";
+import { bystandersAnswer, hostileAmongBystanders } from "./guest-helpers.js";
 
 const CPU_LIMIT_MS = 200;
 const limits = { cpuTimeMs: CPU_LIMIT_MS, wallTimeMs: 20_000 };

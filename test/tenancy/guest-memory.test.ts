@@ -3,7 +3,7 @@
 // RuntimeError, never `Uncaught null`); error kinds match docs/limits.md. Each case runs
 // beside bystanders, which keep answering, and the hostile sandbox stays usable.
 import { describe, expect, it } from "vitest";
-import { bystandersAnswer, hostileAmongBystanders } from "./helpers.js";
+import { bystandersAnswer, hostileAmongBystanders } from "./guest-helpers.js";
 
 const limits = { memoryBytes: 24 * 1024 * 1024, cpuTimeMs: 10_000, wallTimeMs: 60_000 };
 
