@@ -87,7 +87,10 @@ function hostError(name: string, message: string, code: string | number | undefi
 function syncFunction(id: number, name: string, label: string): (...args: unknown[]) => unknown {
   const stub = {
     [name](...args: unknown[]): unknown {
-      const [json, buffers] = encodeArguments(args, label);
+      // By index: marshal's pair has no prototype (no iterator a script could replace).
+      const encoded = encodeArguments(args, label);
+      const json = encoded[0];
+      const buffers = encoded[1];
       const reply = bridge.hostCallSync(id, json, buffers.length === 0 ? undefined : buffers);
       // The common answer, a value without bytes, comes as its JSON text alone.
       if (typeof reply === "string") return decodeResult(reply, NO_BUFFERS);
@@ -104,7 +107,10 @@ function asyncFunction(id: number, name: string, label: string): (...args: unkno
       // Made here, so that a failure carries the caller's guest stack.
       const site = new ErrorCtor();
       return new PromiseCtor((resolve, reject) => {
-        const [json, buffers] = encodeArguments(args, label);
+        // By index: marshal's pair has no prototype (no iterator a script could replace).
+      const encoded = encodeArguments(args, label);
+      const json = encoded[0];
+      const buffers = encoded[1];
         bridge.hostCall(id, json, buffers.length === 0 ? undefined : buffers, (ok, a, b, code) => {
           if (!ok) {
             const error = hostError(a, b as string, code);

@@ -359,7 +359,7 @@ describe.concurrent("scriptbox: bad usage exits 2 with one line and no stack tra
   });
 
   it("--secret with a weak value is a usage error that explains why and names --weak-secret", async () => {
-    const weak = await cli(["run", "ok.js", "--secret", "PIN=CLI_TEST_PIN@https://api.example.com", "--json"], { CLI_TEST_PIN: "483920" });
+    const weak = await cli(["run", "ok.js", "--secret", "PIN=CLI_TEST_PIN@https://api.example.com"], { CLI_TEST_PIN: "483920" });
     expectUsageError(weak, /secrets\.PIN is weak: it is shorter than 16 characters\..*--weak-secret PIN/);
     expect(weak.stdout + weak.stderr).not.toContain("483920");
     expectUsageError(await cli(["run", "ok.js", "--weak-secret", "PIN"]), /--weak-secret PIN: no --secret PIN=… was given/);

@@ -79,10 +79,12 @@ describe("plugins", () => {
   });
 
   it("invoke returns the whole result with logs and stats", async () => {
-    const chatty = await sandbox.load("export function hello(name) { console.log('hello', name); return name.length }");
+    // Some real work, so that the thread's CPU clock (host/thread-cpu.ts) has moved.
+    const chatty = await sandbox.load("export function hello(name) { console.log('hello', name); let s = 0; for (let i = 0; i < 3e5; i++) s += i; return s > 0 ? name.length : 0 }");
     const result = await chatty.invoke("hello", "ada");
     expect(result).toMatchObject({ ok: true, value: 3, logs: [{ level: "log", message: "hello ada" }] });
     expect(result.stats.cpuTimeMs).toBeGreaterThan(0);
+    expect(result.stats.cpuTimeMs).toBeLessThanOrEqual(result.stats.wallTimeMs + 1);
   });
 
   it("unloads a plugin stopped by a limit, and the sandbox goes on", async () => {

@@ -146,8 +146,8 @@ describe("content codings", () => {
     );
     expect(seen).toEqual({
       name: "TypeError",
-      message: "fetch failed",
-      cause: "fetch failed: cannot decode the response body: it has 6 content codings, more than the 5 the transport decodes",
+      message: "fetch failed: cannot decode the response body: it has 6 content codings, more than the 5 the transport decodes",
+      cause: "cannot decode the response body: it has 6 content codings, more than the 5 the transport decodes",
     });
   });
 
@@ -163,8 +163,8 @@ describe("content codings", () => {
     );
     expect(seen.carried).toEqual({
       name: "TypeError",
-      message: "fetch failed",
-      cause: "fetch failed: cannot decode the response body: the request carried a secret and the body has a content coding the transport cannot decode, so it cannot be checked for the secret",
+      message: "fetch failed: cannot decode the response body: the request carried a secret and the body has a content coding the transport cannot decode, so it cannot be checked for the secret",
+      cause: "cannot decode the response body: the request carried a secret and the body has a content coding the transport cannot decode, so it cannot be checked for the secret",
     });
     expect(seen.plain).toEqual({ ok: true, text: "you sent: nothing secret" });
   });

@@ -18,7 +18,7 @@ beforeAll(async () => {
   configurePool({ sharedWorkers: 2 });
   // Warm both workers before the machine gets loaded (start-up is not what is measured).
   await Promise.all([runScript("export default () => 1"), runScript("export default () => 1")]);
-  const count = 3 * availableParallelism();
+  const count = 5 * availableParallelism();
   for (let i = 0; i < count; i++) hogs.push(spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
   await new Promise((resolve) => setTimeout(resolve, 300));
 });
@@ -29,13 +29,20 @@ afterAll(() => {
 describe("the watchdog on an oversubscribed machine", () => {
   it("kills no healthy worker: long native calls inside their CPU budget all finish, no bystander is disturbed", { timeout: 120_000 }, async () => {
     const sandboxes = await Promise.all(Array.from({ length: 2 }, () => createSandbox({ limits: LIMITS })));
-    const runs: Promise<RunResult>[] = [];
-    for (let i = 0; i < 2; i++) runs.push(runScript(LONG_NATIVE_CALL, { limits: LIMITS }));
-    for (const sandbox of sandboxes) runs.push(sandbox.run(LONG_NATIVE_CALL));
-    const results = await Promise.all(runs);
+    const results: RunResult[] = [];
     // Runs whose one guest entry lasted past the deadline plus 500 ms of wall time: a
     // watchdog on wall time (as before this issue) would have terminated their worker.
-    const starved = results.filter((result) => result.stats.wallTimeMs > LIMITS.cpuTimeMs + 500);
+    // How starved a thread gets is up to the scheduler: rounds repeat (at most 4) until
+    // some run was, so that the test always exercises the case it is about.
+    let starved: RunResult[] = [];
+    for (let round = 0; round < 4 && starved.length === 0; round++) {
+      const runs: Promise<RunResult>[] = [];
+      for (let i = 0; i < 2; i++) runs.push(runScript(LONG_NATIVE_CALL, { limits: LIMITS }));
+      for (const sandbox of sandboxes) runs.push(sandbox.run(LONG_NATIVE_CALL));
+      const round_ = await Promise.all(runs);
+      results.push(...round_);
+      starved = results.filter((result) => result.stats.wallTimeMs > LIMITS.cpuTimeMs + 500);
+    }
     for (const result of results) {
       // A hard stop would read "...exceeded inside a native call that ignored the interrupt".
       if (!result.ok) expect(result.error.message).not.toContain("ignored the interrupt");
