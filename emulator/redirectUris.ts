@@ -15,6 +15,11 @@ export function redirectKind(value: string): RedirectKind | null {
     return null;
   }
   if (url.hash || value.includes("#")) return null;
+  // WHATWG URL lets `;`, `,`, `'` and more into a host; the consent page quotes the origin
+  // in its CSP form-action, where `;` or `,` would end the directive or the policy. A real
+  // host is a (punycoded) DNS name or an IP literal, so anything else is refused.
+  const webUrl = url.protocol === "https:" || url.protocol === "http:";
+  if (webUrl && !/^([a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/i.test(url.hostname)) return null;
   if (url.protocol === "https:") return "https";
   if (url.protocol === "http:") return LOOPBACK_HOSTS.includes(url.hostname) ? "loopback" : null;
   // RFC 8252 §7.1: a private-use scheme is a reversed domain name (it has a dot).

@@ -27,7 +27,9 @@ export function safeReturnTo(value: string | undefined): string {
   } catch {
     return DEFAULT_RETURN;
   }
-  if (url.origin !== base.origin) return DEFAULT_RETURN;
+  // Dot segments collapse while parsing (`/..//evil` has the path `//evil`), and a
+  // Location that starts `//` is another host, so the parsed path is checked too.
+  if (url.origin !== base.origin || url.pathname.startsWith("//")) return DEFAULT_RETURN;
   return url.pathname + url.search;
 }
 

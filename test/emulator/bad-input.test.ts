@@ -130,6 +130,11 @@ describe("OAuth endpoints' bad input: RFC error bodies, no-store, nothing writte
       [{ grant_types: ["client_credentials"], token_endpoint_auth_method: "none", instance_registration_key: key }, "invalid_client_metadata"],
       [{ grant_types: ["authorization_code"], redirect_uris: ["http://evil.example/cb"], instance_registration_key: key }, "invalid_redirect_uri"],
       [{ grant_types: ["authorization_code"], instance_registration_key: key }, "invalid_redirect_uri"],
+      // Hosts WHATWG URL accepts but CSP cannot quote: `;` or `,` in the consent page's
+      // form-action source would end the directive or the policy (CSP injection).
+      [{ grant_types: ["authorization_code"], redirect_uris: ["https://evil.example;sandbox/cb"], instance_registration_key: key }, "invalid_redirect_uri"],
+      [{ grant_types: ["authorization_code"], redirect_uris: ["https://evil.example,x/cb"], instance_registration_key: key }, "invalid_redirect_uri"],
+      [{ grant_types: ["authorization_code"], redirect_uris: ["https://evil'example/cb"], instance_registration_key: key }, "invalid_redirect_uri"],
     ];
     for (const [json, error] of cases) {
       const answer = await api("POST", "/oauth2/register", { json });

@@ -25,6 +25,11 @@ describe("return_to", () => {
     ["javascript:alert(1)"],
     ["evil.example"],
     [" /dashboard"],
+    // Dot segments collapse in URL parsing to a path that starts `//`.
+    ["/..//evil.example/x"],
+    ["/.//evil.example/x"],
+    ["/%2e%2e//evil.example/x"],
+    ["/a/..//evil.example/x"],
   ])("%j never leaves the emulator's origin and never answers 500", async (returnTo) => {
     const answer = await signInTo(returnTo);
     expect(answer.status).toBe(303);
