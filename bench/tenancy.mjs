@@ -56,7 +56,9 @@ async function scenario(name, total) {
     while (next < total) {
       const i = next++;
       const hostile = i % every === every - 1;
-      const source = hostile ? HOSTILE[Math.floor(i / every) % HOSTILE.length] : ORDINARY;
+      // TENANCY_HOSTILE=<index> keeps one kind of hostile script (to see what each costs).
+      const only = process.env.TENANCY_HOSTILE;
+      const source = hostile ? HOSTILE[only === undefined ? Math.floor(i / every) % HOSTILE.length : Number(only)] : ORDINARY;
       const t0 = performance.now();
       try {
         const result = await runScript(source, { input: i, limits: LIMITS, isolate });
