@@ -161,7 +161,12 @@ export class ExecutionGuard {
       this.wallDeadline = Infinity;
       this.cpuDeadlineNs = Infinity;
       this.nextCpuCheck = Infinity;
-      budget.chargeCpu((clock().nowNs() - this.entryCpuNs) / 1e6);
+      // The kernel updates a running thread's schedstat only at scheduler ticks and
+      // switches, so a delta can include up to a tick run before this entry began. A
+      // thread cannot run longer than the time that passed: never charge more than the
+      // entry's wall time (which also keeps a run's cpuTimeMs <= its wallTimeMs).
+      const cpuMs = (clock().nowNs() - this.entryCpuNs) / 1e6;
+      budget.chargeCpu(Math.min(cpuMs, performance.now() - start));
     }
   }
 
