@@ -113,23 +113,44 @@ async function benchLargeBody(createSandbox, separateServer, { quick }) {
       await benchHostFetchBody(server.largeUrl, 1); // warm-up
       const guest = [];
       const host = [];
+      // CPU of this whole process (every thread) per 8 MiB read: less moved by the load than
+      // wall time. With the thread server it includes the server's CPU on both sides.
+      const guestCpu = [];
+      const hostCpu = [];
+      const cpuMs = (since) => {
+        const { user, system } = process.cpuUsage(since);
+        return (user + system) / 1000 / runs;
+      };
       const measureGuest = async () => {
+        const cpu = process.cpuUsage();
         const start = performance.now();
         const bytes = check(await sandbox.run(LARGE_BODY, { input: { url: server.largeUrl, runs } }), "guest 8 MiB read");
         guest.push(bytes / 1e6 / ((performance.now() - start) / 1000));
+        guestCpu.push(cpuMs(cpu));
       };
-      const measureHost = async () => host.push((await benchHostFetchBody(server.largeUrl, runs)).megabytesPerSecond);
-      setups.push({ name, sandbox, guest, host, measureGuest, measureHost });
+      const measureHost = async () => {
+        const cpu = process.cpuUsage();
+        host.push((await benchHostFetchBody(server.largeUrl, runs)).megabytesPerSecond);
+        hostCpu.push(cpuMs(cpu));
+      };
+      setups.push({ name, sandbox, guest, host, guestCpu, hostCpu, measureGuest, measureHost });
     }
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? setups : [...setups].reverse();
       for (const setup of order) await backToBack(round, setup.measureGuest, setup.measureHost);
     }
     const result = { bytes: 8 * 1024 * 1024, runs, rounds, load: [loadStart, loadavg()[0]] };
-    for (const { name, sandbox, guest, host } of setups) {
+    for (const { name, sandbox, guest, host, guestCpu, hostCpu } of setups) {
       await sandbox.dispose();
       const ratios = guest.map((value, i) => value / host[i]);
-      result[name] = { guest: pcts(guest), host: pcts(host), ratio: pcts(ratios), spread: [Math.min(...ratios), Math.max(...ratios)] };
+      const cpuRatios = guestCpu.map((value, i) => value / hostCpu[i]);
+      result[name] = {
+        guest: pcts(guest),
+        host: pcts(host),
+        ratio: pcts(ratios),
+        spread: [Math.min(...ratios), Math.max(...ratios)],
+        cpu: { guest: median(guestCpu), host: median(hostCpu), ratio: median(cpuRatios) },
+      };
     }
     return result;
   } finally {

@@ -197,6 +197,7 @@ await section("http", "HTTP (issue 3): guest fetch vs undici.fetch in the host, 
     const target = key === "separate" ? `${TARGETS.largeBodySeparate} (${met(ok)})` : `${TARGETS.largeBody} (${met(ok)})`;
     rows.push([`8 MiB body with arrayBuffer(), ${l.runs} reads, ${where}`, mbps(b.guest.p50), mbps(b.host.p50), x(b.ratio.p50), target, `${l.rounds} rounds, ${range(b.spread)}`]);
     rows.push(["  p50 / p90 / p99 of rounds", tri(b.guest, (v) => Math.round(v)), tri(b.host, (v) => Math.round(v)), tri(b.ratio, (v) => v.toFixed(2)), "", load]);
+    rows.push(["  process CPU per 8 MiB read (median)", formatMs(b.cpu.guest), formatMs(b.cpu.host), x(b.cpu.ratio), "", "all threads; lower is better"]);
     md(`8 MiB response read with arrayBuffer() in the guest, ${where}`, `${tri(b.guest, (v) => Math.round(v))} MB/s`, `${tri(b.host, (v) => Math.round(v))} MB/s (undici.fetch in the host)`, tri(b.ratio, x), `${target}; ${load}`);
   }
   for (const line of table(["figure", "guest", "host undici.fetch", "ratio", "target", "note"], rows)) out(line);
