@@ -25,19 +25,34 @@ export class EngineBytes {
   #engine: EngineInstance;
   #pointer: number;
   #view: Uint8Array;
+  #onGone: ((block: EngineBytes) => void) | null;
 
-  /** A block of `length` (> 0) bytes in the engine's heap, or null when malloc finds no room. */
-  static allocate(engine: EngineInstance, length: number): EngineBytes | null {
+  /**
+   * A block of `length` (> 0) bytes in the engine's heap, or null when malloc finds no
+   * room. `onGone` runs once, when the block stops being ours (adopted or released).
+   */
+  static allocate(engine: EngineInstance, length: number, onGone?: (block: EngineBytes) => void): EngineBytes | null {
     if (!Number.isSafeInteger(length) || length <= 0) throw new RangeError(`EngineBytes: bad length ${length}`);
     const pointer = moduleHeap(engine.module)._malloc(length);
-    return pointer === 0 ? null : new EngineBytes(engine, pointer, length);
+    return pointer === 0 ? null : new EngineBytes(engine, pointer, length, onGone ?? null);
   }
 
-  private constructor(engine: EngineInstance, pointer: number, length: number) {
+  private constructor(engine: EngineInstance, pointer: number, length: number, onGone: ((block: EngineBytes) => void) | null) {
     this.#engine = engine;
     this.#pointer = pointer;
     this.length = length;
     this.#view = new Uint8Array(engine.memory.buffer);
+    this.#onGone = onGone;
+  }
+
+  /** Marks the block as no longer ours; returns its address (0 if it already was not). */
+  #giveUp(): number {
+    const pointer = this.#pointer;
+    this.#pointer = 0;
+    const onGone = this.#onGone;
+    this.#onGone = null;
+    if (pointer !== 0) onGone?.(this);
+    return pointer;
   }
 
   /** Whether the block is still ours (not yet adopted or released). */
@@ -61,9 +76,8 @@ export class EngineBytes {
    * make the object (out of memory); the block is freed either way and no longer ours.
    */
   adopt(context: QuickJSContext): QuickJSHandle | null {
-    const pointer = this.#pointer;
-    if (pointer === 0) throw new Error("EngineBytes: the block was released");
-    this.#pointer = 0;
+    if (this.#pointer === 0) throw new Error("EngineBytes: the block was released");
+    const pointer = this.#giveUp();
     const ffi = (context as unknown as { ffi: ArrayBufferFfi }).ffi;
     const ctx = contextPointer(context);
     const value = ffi.QTS_NewArrayBuffer(ctx, pointer, this.length);
@@ -80,10 +94,8 @@ export class EngineBytes {
 
   /** Frees the block if it is still ours. */
   release(): void {
-    const pointer = this.#pointer;
-    if (pointer === 0) return;
-    this.#pointer = 0;
-    moduleHeap(this.#engine.module)._free(pointer);
+    const pointer = this.#giveUp();
+    if (pointer !== 0) moduleHeap(this.#engine.module)._free(pointer);
   }
 
   /** release(), under the name the realm's owned set calls. */

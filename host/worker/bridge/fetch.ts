@@ -108,8 +108,8 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
             // Asked after responseBodyFits accepted the length: the headroom was probed first.
             bodyTarget: (length) => {
               if (!realm.alive) return null;
-              const block = EngineBytes.allocate(engine, length);
-              // Freed with the realm if the answer never reaches the guest.
+              const block = EngineBytes.allocate(engine, length, (gone) => realm.disown(gone));
+              // Freed with the realm if nothing else frees it first.
               return block && realm.own(block);
             },
           },
@@ -118,7 +118,6 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
           ({ response, body: bytes, placed }) => {
             if (placed) {
               const block = placed as EngineBytes;
-              realm.disown(block);
               settle(() => {
                 const head = realm.newGuestString(responseHead(response), "a response head");
                 const body = block.adopt(ctx);
