@@ -13,7 +13,8 @@
 // per hop (at most 20 redirects, followed here): check the network policy and the secret
 // rules, plan the substitution and check maxRequestHeaderBytes before expanding anything,
 // resolve the name once, connect to the checked address, read the body under
-// maxResponseBytes and the caller's memory budget. The secrets a hop sends are "carried"
+// maxResponseBytes and the caller's memory budget (into the caller's body target, when it
+// gives one and the hop carried no secret; else into a host buffer). The secrets a hop sends are "carried"
 // by the fetch from then on: what servers answer after that (the final response, and
 // every redirect target they chose) is redacted for those secrets, and nothing else is
 // (docs/network.md "Threat model").
