@@ -8,13 +8,13 @@
 // call context's signal, and answers to calls of a closed activation are dropped.
 import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { inspect } from "node:util";
-import { AdaptivePoll } from "./adaptive-poll.js";
+import { AdaptivePoll } from "../adaptive-poll.js";
 import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
 import type { HostFunctionEntry } from "./declaration.js";
 import { HostError } from "./host-error.js";
 import { formatBytes } from "../limits.js";
 import type { HostCallContext } from "./types.js";
-import type { HostCallFailure, HostCallMessage, HostCallReply, HostCallsOpenMessage } from "./manifest.js";
+import { HOST_CALL_POLL_MS, type HostCallFailure, type HostCallMessage, type HostCallReply, type HostCallsOpenMessage } from "./manifest.js";
 
 /** Longest error message handed to the guest. */
 const MAX_ERROR_MESSAGE = 16 * 1024;
@@ -101,8 +101,8 @@ export class HostCallServer {
   private calls: MessagePort | null = null;
   private syncReplies: MessagePort | null = null;
   private signal: Int32Array | null = null;
-  /** After answering, poll briefly for the guest's next call (see adaptive-poll.ts). */
-  private readonly nextCall = new AdaptivePoll();
+  /** After answering, poll briefly for the guest's next call (see host/adaptive-poll.ts). */
+  private readonly nextCall = new AdaptivePoll(HOST_CALL_POLL_MS);
 
   /** The worker opened its channel (first host call in that worker). */
   attach(message: HostCallsOpenMessage): void {
@@ -140,7 +140,6 @@ export class HostCallServer {
   }
 
   private onCall(call: HostCallMessage): void {
-    this.nextCall.arrived();
     const activation = this.open.get(call.t);
     const entry = activation?.scope.functions(call.f);
     if (!activation || !entry || entry.sync !== (call.s === 1)) {
@@ -222,7 +221,6 @@ export class HostCallServer {
   }
 
   private answered(): void {
-    this.nextCall.sent();
     const calls = this.calls;
     if (!calls) return;
     this.nextCall.poll(() => {

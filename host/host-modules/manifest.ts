@@ -64,3 +64,6 @@ export interface HostCallFailure {
 
 /** A host call's answer, embedder → worker. */
 export type HostCallReply = { c: number; ok: true; j: string; b: ArrayBuffer[] } | { c: number; ok: false; e: HostCallFailure };
+
+/** Longest poll for one message of a host call, on either side (see host/adaptive-poll.ts). */
+export const HOST_CALL_POLL_MS = 0.15;

@@ -8,8 +8,8 @@
 // costs no CPU, and it is bounded by the caller's wall deadline.
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { performance } from "node:perf_hooks";
-import { AdaptivePoll } from "../../host-modules/adaptive-poll.js";
-import type { HostCallMessage, HostCallReply, HostCallsOpenMessage } from "../../host-modules/manifest.js";
+import { AdaptivePoll } from "../../adaptive-poll.js";
+import { HOST_CALL_POLL_MS, type HostCallMessage, type HostCallReply, type HostCallsOpenMessage } from "../../host-modules/manifest.js";
 
 export type SyncOutcome = HostCallReply | "timeout";
 
@@ -54,15 +54,14 @@ export class HostCallChannel {
   }
 
   private dispatch(reply: HostCallReply): void {
-    this.nextReply.arrived();
     const settle = this.waiting.get(reply.c);
     if (!settle) return; // the call was cancelled (its run ended): a late answer is dropped
     this.waiting.delete(reply.c);
     settle(reply);
   }
 
-  /** After an answer, poll briefly for the next one while calls are in flight (see adaptive-poll.ts). */
-  private readonly nextReply = new AdaptivePoll();
+  /** After an answer, poll briefly for the next one while calls are in flight (see host/adaptive-poll.ts). */
+  private readonly nextReply = new AdaptivePoll(HOST_CALL_POLL_MS);
 
   private pollForReplies(): void {
     const port = this.calls!;
@@ -83,7 +82,6 @@ export class HostCallChannel {
     this.waiting.set(c, settle);
     const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 0 };
     port.postMessage(call, buffers);
-    this.nextReply.sent();
     return c;
   }
 
