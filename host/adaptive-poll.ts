@@ -7,26 +7,34 @@
 // round trip between two sleeping threads ~30 µs, between two polling ones ~8 µs), so after
 // sending, a thread may poll its port for a moment instead of sleeping. That only pays
 // while the other side can answer meanwhile, which needs a core of its own: on a busy
-// machine the poller holds the very core the other side needs, and each poll delays the
-// answer it waits for by the whole poll window. So each poll is judged by its outcome:
-// one that got its message keeps polling on; one that ran out (or found itself descheduled
-// mid-poll, the mark of a contended core) makes the next polls skip, twice as many after
-// each further failure (up to MAX_SKIP), so on a loaded machine polling all but stops and
-// only an occasional probe notices that things have calmed down.
+// machine the poller holds the very core the other side needs (and a thread that spins
+// loses the scheduler's preference for threads that just woke up), so a poll that runs out
+// delays the answer it waits for by its whole window, much more than a good poll saves.
+// So each wait is judged by its outcome: the message came within half the window (paid),
+// or it came later, or never, or the poller found itself descheduled mid-poll (the mark of
+// a contended core). Polling goes on only while the recent share of bad waits stays under
+// FAILURE_LIMIT; past it, only every PROBE_EVERY-th opportunity polls, to notice when the
+// machine has calmed down. Answers measured without polling say nothing here: the other
+// side answers quickly then precisely because nobody holds its core.
+
 import { performance } from "node:perf_hooks";
 
 /** Longest session however many messages it served (the event loop has other work). */
 const SESSION_MAX_MS = 2;
 /** A gap this long between two turns of the poll loop means this thread lost its core. */
 const DESCHEDULED_MS = 0.05;
-/** At most this many polls skipped after failures: one probe per so many opportunities. */
-const MAX_SKIP = 255;
+/** Polling stops while more than this share of recent waits were bad... */
+const FAILURE_LIMIT = 0.1;
+/** ...except for one probe every so many opportunities. */
+const PROBE_EVERY = 32;
+/** Weight of the latest wait in the share of bad ones (an exponential moving average). */
+const WEIGHT = 0.1;
 
 export class AdaptivePoll {
-  private skip = 0;
-  private backoff = 0;
+  private failure = 0;
+  private opportunities = 0;
   private active = false;
-  /** Polls that got their message / that ran out or were descheduled (for tests and benches). */
+  /** Waits that paid / that did not (for benches and diagnostics). */
   paid = 0;
   wasted = 0;
 
@@ -40,32 +48,29 @@ export class AdaptivePoll {
    */
   poll(take: () => boolean, waiting: () => boolean = () => true): void {
     if (this.active) return;
-    if (this.skip > 0) {
-      this.skip--;
-      return;
-    }
+    this.opportunities++;
+    if (this.failure >= FAILURE_LIMIT && this.opportunities % PROBE_EVERY !== 0) return;
     this.active = true;
-    let served = 0;
-    let ranOut = false;
-    let descheduled = false;
     try {
       const start = performance.now();
       const sessionEnd = start + SESSION_MAX_MS;
-      let until = start + this.windowMs;
+      let waitStart = start;
       let last = start;
+      let served = 0;
       while (waiting()) {
         const got = take();
         const now = performance.now();
         if (got) {
           served++;
-          until = now + this.windowMs;
+          this.judge(last - waitStart > this.windowMs / 2);
+          waitStart = now;
         } else if (now - last > DESCHEDULED_MS) {
-          // Spinning holds a core someone needs.
-          descheduled = true;
+          this.judge(true);
           break;
-        } else if (now >= until) {
-          // The other side did not answer within the window (busy, or done).
-          ranOut = true;
+        } else if (now - waitStart >= this.windowMs) {
+          // Nothing came: the other side is busy or starved (a bad wait), or, after
+          // messages in this session, simply done for now.
+          if (served === 0) this.judge(true);
           break;
         }
         last = now;
@@ -74,13 +79,11 @@ export class AdaptivePoll {
     } finally {
       this.active = false;
     }
-    if (descheduled || (ranOut && served === 0)) {
-      this.wasted++;
-      this.backoff = Math.min(this.backoff * 2 + 1, MAX_SKIP);
-      this.skip = this.backoff;
-    } else if (served > 0) {
-      this.paid++;
-      this.backoff = 0;
-    }
+  }
+
+  private judge(bad: boolean): void {
+    this.failure += WEIGHT * ((bad ? 1 : 0) - this.failure);
+    if (bad) this.wasted++;
+    else this.paid++;
   }
 }

@@ -14,7 +14,16 @@ import type { HostFunctionEntry } from "./declaration.js";
 import { HostError } from "./host-error.js";
 import { formatBytes } from "../limits.js";
 import type { HostCallContext } from "./types.js";
-import { HOST_CALL_POLL_MS, type HostCallFailure, type HostCallMessage, type HostCallReply, type HostCallsOpenMessage } from "./manifest.js";
+import {
+  HOST_CALL_POLL_MS,
+  callFromWire,
+  replyToWire,
+  type HostCallFailure,
+  type HostCallMessage,
+  type HostCallReply,
+  type HostCallsOpenMessage,
+  type HostCallWire,
+} from "./manifest.js";
 
 /** Longest error message handed to the guest. */
 const MAX_ERROR_MESSAGE = 16 * 1024;
@@ -114,7 +123,7 @@ export class HostCallServer {
     // Host calls only happen during a request, which already keeps the process alive.
     this.calls.unref();
     this.syncReplies.unref();
-    this.calls.on("message", (call: HostCallMessage) => this.onCall(call));
+    this.calls.on("message", (call: HostCallWire) => this.onCall(callFromWire(call)));
   }
 
   /** Opens an activation; its token goes with the request. */
@@ -208,13 +217,13 @@ export class HostCallServer {
 
   private reply(call: HostCallMessage, reply: HostCallReply): void {
     if (call.s === 1) return this.replySync(reply);
-    this.calls?.postMessage(reply, reply.ok ? reply.b : []);
+    this.calls?.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
     this.answered();
   }
 
   private replySync(reply: HostCallReply): void {
     if (!this.syncReplies || !this.signal) return;
-    this.syncReplies.postMessage(reply, reply.ok ? reply.b : []);
+    this.syncReplies.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
     Atomics.store(this.signal, 0, 1);
     Atomics.notify(this.signal, 0);
     this.answered();
@@ -225,7 +234,7 @@ export class HostCallServer {
     if (!calls) return;
     this.nextCall.poll(() => {
       const received = receiveMessageOnPort(calls);
-      if (received) this.onCall(received.message as HostCallMessage);
+      if (received) this.onCall(callFromWire(received.message as HostCallWire));
       return received !== undefined;
     });
   }
