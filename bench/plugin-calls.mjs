@@ -1,7 +1,7 @@
 // plugin.call round trips on a quiet and on a loaded machine (issue 12, target 3), each
 // beside a worker postMessage echo measured in the same conditions.
 //
-//   quiet: as the machine is.
+//   no added load: as the machine is.
 //   loaded: one CPU hog per core, each a child process spinning `for (;;) {}` (so the load
 //     competes for cores like another program would, not for this process's event loop),
 //     started before and killed after the measurement.
