@@ -210,7 +210,10 @@ export class ExecutionGuard {
   /**
    * CPU time of the entry that just ended: its wall time when it was short and the clock
    * was not read meanwhile (an upper bound, no read), otherwise the clock's advance, never
-   * more than the wall time (cpu time cannot exceed it; the start reading may be early).
+   * more than the wall time: a thread cannot run longer than the time that passed, the
+   * start reading may be up to ANCHOR_MAX_AGE_MS early, and the kernel updates a running
+   * thread's schedstat only at scheduler ticks and switches, so a delta can include up to
+   * a tick run before the entry began (this also keeps a run's cpuTimeMs <= its wallTimeMs).
    */
   private entryCharge(): number {
     const end = performance.now();
