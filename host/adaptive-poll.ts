@@ -14,7 +14,7 @@
 // or it came later, or never, or the poller found itself descheduled mid-poll (the mark of
 // a contended core). Polling goes on only while the recent share of bad waits stays under
 // FAILURE_LIMIT; past it, only every PROBE_EVERY-th opportunity polls, to notice when the
-// machine has calmed down. Answers measured without polling say nothing here: the other
+// machine has calmed down (one probe that pays resumes polling; one more bad wait stops it). Answers measured without polling say nothing here: the other
 // side answers quickly then precisely because nobody holds its core.
 
 import { performance } from "node:perf_hooks";
@@ -25,8 +25,8 @@ const SESSION_MAX_MS = 2;
 const DESCHEDULED_MS = 0.05;
 /** Polling stops while more than this share of recent waits were bad... */
 const FAILURE_LIMIT = 0.1;
-/** ...except for one probe every so many opportunities. */
-const PROBE_EVERY = 32;
+/** ...except for one probe every so many opportunities; a probe that pays resumes polling. */
+const PROBE_EVERY = 128;
 /** Weight of the latest wait in the share of bad ones (an exponential moving average). */
 const WEIGHT = 0.1;
 
@@ -49,7 +49,8 @@ export class AdaptivePoll {
   poll(take: () => boolean, waiting: () => boolean = () => true): void {
     if (this.active) return;
     this.opportunities++;
-    if (this.failure >= FAILURE_LIMIT && this.opportunities % PROBE_EVERY !== 0) return;
+    const probe = this.failure >= FAILURE_LIMIT;
+    if (probe && this.opportunities % PROBE_EVERY !== 0) return;
     this.active = true;
     try {
       const start = performance.now();
@@ -62,7 +63,10 @@ export class AdaptivePoll {
         const now = performance.now();
         if (got) {
           served++;
-          this.judge(last - waitStart > this.windowMs / 2);
+          const bad = last - waitStart > this.windowMs / 2;
+          this.judge(bad);
+          // One good probe is enough to try polling again (one more bad wait stops it).
+          if (probe && !bad) this.failure = Math.min(this.failure, FAILURE_LIMIT * 0.9);
           waitStart = now;
         } else if (now - last > DESCHEDULED_MS) {
           this.judge(true);
