@@ -14,8 +14,9 @@
 // or it came later, or never, or the poller found itself descheduled mid-poll (the mark of
 // a contended core). Polling goes on only while the recent share of bad waits stays under
 // FAILURE_LIMIT; past it, only every PROBE_EVERY-th opportunity polls, to notice when the
-// machine has calmed down (one probe that pays resumes polling; one more bad wait stops it). Answers measured without polling say nothing here: the other
-// side answers quickly then precisely because nobody holds its core.
+// machine has calmed down (one probe that pays resumes polling; one more bad wait stops
+// it). Answers measured without polling say nothing here: the other side answers quickly
+// then precisely because nobody holds its core.
 
 import { performance } from "node:perf_hooks";
 
