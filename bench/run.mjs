@@ -41,6 +41,7 @@ const TARGETS = {
   tenancySuccess: "100%",
   asyncHostCall: "<= 40 µs",
   syncHostCall: "<= 25 µs",
+  loadedPluginCall: "p90 <= 60 µs",
   moduleCreateCost: "<= 0.3 ms added",
 };
 
@@ -149,7 +150,8 @@ await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripte
 await section("host-modules", "Host modules (issue 9): host function calls from the guest, beside the floors measured in the same run", async () => {
   const { benchHostModules } = await import("./host-modules.mjs");
   const r = await benchHostModules({ quick });
-  const pcts = (x) => `p90 ${formatMs(x.p90)}, p99 ${formatMs(x.p99)}, n=${x.n}`;
+  const pcts = (x) => `p90 ${formatMs(x.p90)}, p99 ${formatMs(x.p99)}, n=${x.n}, load ${x.load.toFixed(2)}`;
+  const pct3 = (x) => `${formatMs(x.p50)} / ${formatMs(x.p90)} / ${formatMs(x.p99)}`;
   const { trips, echo, bare, flow, create } = r;
   const asyncOk = trips.async.p50 <= 0.04;
   const syncOk = trips.sync.p50 <= 0.025;
@@ -167,12 +169,21 @@ await section("host-modules", "Host modules (issue 9): host function calls from 
     ],
     ["create + run, 50-function module", formatMs(create.withModule.p50), `${formatMs(create.plain.p50)} (no modules)`, ratio(create.withModule.p50, create.plain.p50), `${TARGETS.moduleCreateCost} (${met(createOk)}: ${formatMs(create.added)})`, `p90 ${formatMs(create.withModule.p90)} vs ${formatMs(create.plain.p90)}, n=${create.plain.n} each, alternating`],
   ];
-  md("async host call round trip", formatMs(trips.async.p50), `${formatMs(echo.p50)} (worker postMessage echo)`, ratio(trips.async.p50, echo.p50), `${TARGETS.asyncHostCall} (${met(asyncOk)})`);
-  md("sync host call round trip", formatMs(trips.sync.p50), `${formatMs(bare.p50)} (bare newFunction)`, ratio(trips.sync.p50, bare.p50), `${TARGETS.syncHostCall} (${met(syncOk)})`);
+  md("async host call round trip, p50 / p90 / p99", pct3(trips.async), `${pct3(echo)} (worker postMessage echo)`, ratio(trips.async.p50, echo.p50), `${TARGETS.asyncHostCall} (${met(asyncOk)}); load ${trips.async.load.toFixed(2)}`);
+  md("sync host call round trip, p50 / p90 / p99", pct3(trips.sync), `${pct3(bare)} (bare newFunction)`, ratio(trips.sync.p50, bare.p50), `${TARGETS.syncHostCall} (${met(syncOk)}); load ${trips.sync.load.toFixed(2)}`);
   md("8 sandboxes making async host calls", formatRate(flow.callsPerSecond, "calls/s"), `embedder CPU ${formatMs(flow.embedderCpuPerCallMs)}/call`, "", "");
   md("create + run with a 50-function module", formatMs(create.withModule.p50), `${formatMs(create.plain.p50)} (no modules)`, ratio(create.withModule.p50, create.plain.p50), `${TARGETS.moduleCreateCost} (${met(createOk)})`);
+  const { benchPluginCalls } = await import("./plugin-calls.mjs");
+  const p = await benchPluginCalls({ quick });
+  const loadNote = (x) => `p50 ${formatMs(x.ours.p50)}, p99 ${formatMs(x.ours.p99)}; echo p50 ${formatMs(x.echo.p50)}, p90 ${formatMs(x.echo.p90)}, p99 ${formatMs(x.echo.p99)}; n=${x.ours.n}; load ${x.load.toFixed(2)}`;
+  const loadedOk = p.loaded.ours.p90 <= 0.06;
+  rows.push([`plugin.call p90, no added load`, formatMs(p.quiet.ours.p90), `${formatMs(p.quiet.echo.p90)} (worker postMessage echo)`, ratio(p.quiet.ours.p90, p.quiet.echo.p90), "", loadNote(p.quiet)]);
+  rows.push([`plugin.call p90, + ${p.hogs} CPU hogs (one per core)`, formatMs(p.loaded.ours.p90), `${formatMs(p.loaded.echo.p90)} (same echo, same load)`, ratio(p.loaded.ours.p90, p.loaded.echo.p90), `${TARGETS.loadedPluginCall} (${met(loadedOk)})`, loadNote(p.loaded)]);
+  md("`plugin.call` p50 / p90 / p99, no added load", pct3(p.quiet.ours), `${pct3(p.quiet.echo)} (worker postMessage echo)`, ratio(p.quiet.ours.p90, p.quiet.echo.p90), `load ${p.quiet.load.toFixed(2)}`);
+  md(`\`plugin.call\` p50 / p90 / p99, + ${p.hogs} CPU hogs (one per core)`, pct3(p.loaded.ours), `${pct3(p.loaded.echo)} (same echo, same load)`, ratio(p.loaded.ours.p90, p.loaded.echo.p90), `${TARGETS.loadedPluginCall} (${met(loadedOk)}); load ${p.loaded.load.toFixed(2)}`);
   for (const line of table(["figure", "ours", "baseline", "ratio", "target", "note"], rows)) out(line);
   out("Round trips are the gaps between consecutive arrivals in the host function (one call each), after 500 warm-up calls.");
+  out("plugin.call rows: p90 compared (ours vs echo, alternating blocks of 250); CPU hogs are child processes spinning for (;;) {}, killed after; load = 1-min load average during the row.");
 });
 
 await section("http", "HTTP (issue 3): guest fetch vs undici.fetch in the host, same server (node:http on 127.0.0.1, a child process), same rounds", async () => {
