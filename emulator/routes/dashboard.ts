@@ -10,7 +10,7 @@ import {
 import { SESSION_COOKIE } from "../auth.js";
 import type { EmulatorContext, PluginOptions } from "../context.js";
 import { errorHandler, HttpError } from "../errors.js";
-import { checkDocumentCost, checkQueryText, enforceTimeBudget, GraphQLLimitError, parseOptions, type Deadline } from "../graphqlLimits.js";
+import { checkDocumentCost, checkMergeWork, checkQueryText, enforceTimeBudget, GraphQLLimitError, parseOptions, type Deadline } from "../graphqlLimits.js";
 import { messagePage, signInPage } from "../pages.js";
 import { crossOriginRequest, loginFormToken, loginFormValid, safeReturnTo } from "../signIn.js";
 import { issueSecret, newId } from "../secrets.js";
@@ -188,6 +188,7 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
         checkQueryText(request.body.query);
         document = parse(request.body.query, parseOptions);
         checkDocumentCost(dashboardSchema, document);
+        checkMergeWork(document);
       } catch (error) {
         return reply.status(400).send({ errors: [requestError(error)] });
       }

@@ -24,10 +24,10 @@ function expectRefused(answer: Awaited<ReturnType<typeof ask>>, code: string) {
 }
 
 /** Adds `count` PATs for the seeded owner straight into the database file (the server keeps running). */
-function addPats(count: number) {
-  const db = new Database(emu.dbPath);
+function addPats(count: number, target: TestEmulator = emu) {
+  const db = new Database(target.dbPath);
   db.pragma("busy_timeout = 5000");
-  const owner = emu.seedUsers[0]!;
+  const owner = target.seedUsers[0]!;
   const insert = db.prepare("INSERT INTO pats (id, selector, secret_hash, user_id, team_id, name, expires_at, revoked_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)");
   const now = Math.floor(Date.now() / 1000);
   db.transaction(() => {
@@ -71,6 +71,44 @@ describe("limits checked before execution", () => {
     expectRefused(await ask(query.replace(/\{ \.\.\.F(\d+) /g, (_m, n) => `{ ...F${n} ...F${n} `)), "QUERY_TOO_COSTLY");
   });
 
+  it("introspection's lists are priced as lists: an alias bomb over __schema is QUERY_TOO_COSTLY", async () => {
+    // Priced as list-free before, 100 of these (cost 700) answered 700 KB; each one alone is over the limit now.
+    const one = "types { fields { type { fields { type { name kind description } } } } }";
+    expectRefused(await ask(`{ __schema { ${one} } }`), "QUERY_TOO_COSTLY");
+    expectRefused(await ask(`{ __schema { ${Array.from({ length: 100 }, (_, i) => `a${i}: ${one}`).join(" ")} } }`), "QUERY_TOO_COSTLY");
+    // A small introspection query still runs.
+    const small = await ask(`{ __schema { queryType { name } } __type(name: "Pat") { name fields { name } } }`);
+    expect(small.status).toBe(200);
+    expect(small.body.data.__type.fields.map((f: { name: string }) => f.name)).toContain("token");
+  });
+
+  describe("validation's overlapping-fields work (quadratic) is bounded before validation runs: QUERY_TOO_COMPLEX", () => {
+    // Each of these is within the size, token, depth and cost limits, and held the event loop
+    // 0.4-2.3 s in graphql-js's OverlappingFieldsCanBeMerged rule (its own cap is 500,000 units).
+    const queries: Record<string, string> = {
+      "499 fields with one response name and a sub-selection": `{${"viewer{id} ".repeat(499)}}`,
+      "998 leaf fields with one response name": `{viewer{${"id ".repeat(998)}}}`,
+      "998 aliases naming different fields alike": `{viewer{${Array.from({ length: 998 }, (_, i) => `x:${i % 2 ? "id" : "email"}`).join(" ")}}}`,
+      "440 one-field fragments spread together": `{viewer{${Array.from({ length: 440 }, (_, i) => `...F${i}`).join(" ")}}} ` +
+        Array.from({ length: 440 }, (_, i) => `fragment F${i} on User{id}`).join(" "),
+      // Unused fragments are never priced by the cost walk, but validation still compares them.
+      "an unused fan-out of 80 fragments": `{viewer{id}} ` + Array.from({ length: 40 }, (_, i) => i < 39
+        ? `fragment F${i} on User{...F${i + 1} ...G${i + 1}} fragment G${i} on User{...F${i + 1} ...G${i + 1}}`
+        : `fragment F${i} on User{id} fragment G${i} on User{id}`).join(" "),
+      "a fragment cycle through a nested field": `{viewer{id}} fragment T on __Type { a: ofType { ...T } a: ofType { ...T } }`,
+    };
+    it.each(Object.keys(queries))("%s", async (name) => {
+      expectRefused(await ask(queries[name]!), "QUERY_TOO_COMPLEX");
+    });
+
+    it("ordinary fragment reuse and repeated fields still run", async () => {
+      const answer = await ask(`query { viewer { ...U id } a: viewer { ...U } pats { ...P } } ` +
+        `fragment U on User { id email name } fragment P on Pat { id name ... on Pat { id teamId } }`);
+      expect(answer.status).toBe(200);
+      expect(answer.body.data.a.email).toBe(emu.seedUsers[0]!.email);
+    });
+  });
+
   it("more tokens than the parser's limit is a GraphQL parse error with 400", async () => {
     const answer = await ask(`{ viewer { ${"id ".repeat(5000)} } }`);
     expectRefused(answer, "GRAPHQL_PARSE_FAILED");
@@ -100,8 +138,21 @@ describe("execution budget and other clients", () => {
       if (answer.status === 400) expect(answer.body.errors[0].extensions.code).toBe("TIME_BUDGET_EXCEEDED");
     }
     // Before the limits one alias bomb held every client 6.4 s (200 PATs) to 67 s (1,000).
-    // Four capped queries, each bounded by the 2 s budget, plus slack for a loaded machine.
+    // Four capped queries, each bounded by the time budget, plus slack for a loaded machine.
     expect(lightMs).toBeLessThan(4 * GRAPHQL_LIMITS.timeBudgetMs + 2000);
+  }, 60_000);
+
+  it("the default budget stops a 500,000-field answer (which held every other client 2 s under the old 2 s budget)", async () => {
+    const big = await startTestEmulator();
+    try {
+      addPats(5000, big);
+      const answer = await graphql(big, big.seed.CLOUD_SESSION, `{ pats { ${Array.from({ length: 99 }, (_, i) => `n${i}: name`).join(" ")} } }`);
+      expect(answer.status).toBe(400);
+      expect(answer.body.errors[0].extensions.code).toBe("TIME_BUDGET_EXCEEDED");
+      expect(GRAPHQL_LIMITS.timeBudgetMs).toBeLessThanOrEqual(500);
+    } finally {
+      await big.close();
+    }
   }, 60_000);
 
   it("an execution past its time budget ends with TIME_BUDGET_EXCEEDED and 400", async () => {
