@@ -58,7 +58,9 @@ export function checkQueryText(query: string): void {
       while (i < query.length && query[i] !== "\n" && query[i] !== "\r") i++;
     } else if (c === '"') {
       if (query.startsWith('"""', i)) {
-        const end = query.indexOf('"""', i + 3);
+        // A block string ends at the first `"""` not escaped as `\"""`, as the lexer reads it.
+        let end = query.indexOf('"""', i + 3);
+        while (end > 0 && query[end - 1] === "\\") end = query.indexOf('"""', end + 3);
         i = end < 0 ? query.length : end + 2;
       } else {
         for (i++; i < query.length && query[i] !== '"' && query[i] !== "\n"; i++) if (query[i] === "\\") i++;

@@ -44,6 +44,13 @@ describe("limits checked before execution", () => {
     expectRefused(await ask(`query($v: Int = ${"[".repeat(2000)}1${"]".repeat(2000)}) { viewer { id } }`), "QUERY_TOO_DEEP");
   });
 
+  it("braces inside a block string after an escaped \\\"\"\" are text, not nesting", async () => {
+    const inString = `query($a: String = """x \\""" ${"{".repeat(40)} """) { viewer { id } }`;
+    const answer = await ask(inString);
+    expect(answer.body.errors[0].extensions?.code).not.toBe("QUERY_TOO_DEEP"); // it runs into validation: $a is unused
+    expect(answer.body.errors[0].message).toMatch(/never used/);
+  });
+
   it("nested selections: 18-49 KB are QUERY_TOO_LARGE, a small deep one QUERY_TOO_DEEP", async () => {
     for (const levels of [2000, 5000]) {
       expectRefused(await ask(`{ ${"viewer { ".repeat(levels)}id${" }".repeat(levels)} }`), "QUERY_TOO_LARGE");
