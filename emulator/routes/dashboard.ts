@@ -5,7 +5,8 @@ import formbody from "@fastify/formbody";
 import type { FastifyInstance } from "fastify";
 import {
   GraphQLError, GraphQLID, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLObjectType,
-  GraphQLScalarType, GraphQLSchema, GraphQLString, Kind, execute, parse, validate, type DocumentNode, type GraphQLNullableType,
+  GraphQLScalarType, GraphQLSchema, GraphQLString, Kind, executeSync, getOperationAST, parse, validate,
+  type DocumentNode, type ExecutionResult, type GraphQLNullableType,
 } from "graphql";
 import { SESSION_COOKIE } from "../auth.js";
 import type { EmulatorContext, PluginOptions } from "../context.js";
@@ -149,6 +150,30 @@ export const dashboardSchema = new GraphQLSchema({
 
 enforceTimeBudget(dashboardSchema);
 
+const ROLLBACK = Symbol("rollback");
+
+/**
+ * Runs a mutation in one transaction, and undoes it when the answer has no data. Every
+ * Mutation field is non-null, so one failing field (NOT_FOUND, BAD_USER_INPUT, the time
+ * budget) nulls the whole answer: without the rollback the fields that ran before it
+ * would stay written while the client is told nothing, e.g. a PAT whose token no one
+ * ever sees. The transaction takes the write lock first (waiting for another process on
+ * the same --db file), and the time budget starts once it holds it, so waiting for the
+ * lock cannot run a mutation out of its budget after it wrote.
+ */
+function runMutation(ctx: EmulatorContext, run: () => ExecutionResult): ExecutionResult {
+  let result: ExecutionResult | undefined;
+  try {
+    ctx.store.transaction(() => {
+      result = run();
+      if (result.data == null) throw ROLLBACK;
+    });
+  } catch (error) {
+    if (error !== ROLLBACK) throw error;
+  }
+  return result!;
+}
+
 /** A parse error or a refused limit as one GraphQL error; anything else is a generic parse failure. */
 function requestError(error: unknown): object {
   if (error instanceof GraphQLLimitError) return { message: error.message, extensions: { code: error.code } };
@@ -194,13 +219,15 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
       }
       const validationErrors = validate(dashboardSchema, document);
       if (validationErrors.length > 0) return reply.status(400).send({ errors: validationErrors.map((e) => e.toJSON()) });
-      const result = await execute({
+      const run = () => executeSync({
         schema: dashboardSchema,
         document,
         variableValues: request.body.variables ?? undefined,
         operationName: request.body.operationName ?? undefined,
         contextValue: { ctx, user, deadline: Date.now() + ctx.config.graphqlTimeBudgetMs } satisfies GraphQLContext,
       });
+      const operation = getOperationAST(document, request.body.operationName ?? undefined);
+      const result = operation?.operation === "mutation" ? runMutation(ctx, run) : run();
       if (result.errors?.some((e) => e.extensions.code === "TIME_BUDGET_EXCEEDED")) return reply.status(400).send(result);
       // GraphQL over HTTP: a request that never reached execution (bad variables, unknown
       // operation) has no `data` and is a 400; execution errors ride along with data.

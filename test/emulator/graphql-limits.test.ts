@@ -2,7 +2,9 @@
 // checked before execution and answered with a GraphQL error and 400 (never a 500), an
 // execution that runs past its time budget stops, and other clients keep being served.
 // Also the createPat input rules (name length in code points, real dates only).
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createRequire } from "node:module";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { classify } from "../../emulator/errors.js";
@@ -178,6 +180,51 @@ describe("execution budget and other clients", () => {
       await tight.close();
     }
   });
+});
+
+describe("mutations are all or nothing", () => {
+  const patsNamed = (name: string) => {
+    const db = new Database(emu.dbPath, { readonly: true });
+    try {
+      return (db.prepare("SELECT COUNT(*) AS n FROM pats WHERE name = ?").get(name) as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
+
+  it("a mutation whose answer has no data writes nothing (a PAT created beside a failing field is rolled back)", async () => {
+    const answer = await ask(`mutation($i: CreatePatInput!) { a: createPat(input: $i) { pat { id token } } b: revokePat(id: "pat_nosuch") { pat { id } } }`,
+      { i: { name: "beside a failure", teamId: emu.seedUsers[0]!.teamId } });
+    expect(answer.body.data).toBeNull();
+    expect(answer.body.errors[0].extensions.code).toBe("NOT_FOUND");
+    expect(patsNamed("beside a failure")).toBe(0); // before: written, and its token never shown to anyone
+  });
+
+  it("waiting for another process's write lock does not run a mutation out of its budget after it wrote", async () => {
+    // Another process (as a second emulator on the same --db file would) holds the write
+    // lock for longer than the time budget.
+    const holdMs = GRAPHQL_LIMITS.timeBudgetMs + 400;
+    const sqlite = createRequire(import.meta.url).resolve("better-sqlite3");
+    const holder = spawn(process.execPath, ["-e", `
+      const db = new (require(${JSON.stringify(sqlite)}))(${JSON.stringify(emu.dbPath)});
+      db.exec("BEGIN IMMEDIATE");
+      process.stdout.write("locked\\n");
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${holdMs});
+      db.exec("COMMIT");
+    `]);
+    const exited = new Promise((resolve) => holder.on("exit", resolve));
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout.on("data", (chunk) => String(chunk).includes("locked") && resolve());
+      holder.on("exit", (code) => reject(new Error(`lock holder exited ${code}`)));
+    });
+    const answer = await ask(CREATE_PAT, { input: { name: "after the lock", teamId: emu.seedUsers[0]!.teamId } });
+    await exited;
+    // Before: the insert waited for the lock, landed, and then the payload's fields were past
+    // the deadline: 400 TIME_BUDGET_EXCEEDED, with the PAT written and its token lost.
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.createPat.pat.token).toMatch(/^sbpat_/);
+    expect(patsNamed("after the lock")).toBe(1);
+  }, 30_000);
 });
 
 describe("the error handler", () => {
