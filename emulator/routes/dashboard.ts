@@ -174,6 +174,12 @@ function runMutation(ctx: EmulatorContext, run: () => ExecutionResult): Executio
   return result!;
 }
 
+/** A GraphQL error in the documented shape: `extensions.code` always set (`code` when the error has none). */
+const withCode = (code: string) => (error: GraphQLError) => {
+  const json = error.toJSON();
+  return { ...json, extensions: { code, ...json.extensions } };
+};
+
 /** A parse error or a refused limit as one GraphQL error; anything else is a generic parse failure. */
 function requestError(error: unknown): object {
   if (error instanceof GraphQLLimitError) return { message: error.message, extensions: { code: error.code } };
@@ -218,7 +224,11 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
         return reply.status(400).send({ errors: [requestError(error)] });
       }
       const validationErrors = validate(dashboardSchema, document);
-      if (validationErrors.length > 0) return reply.status(400).send({ errors: validationErrors.map((e) => e.toJSON()) });
+      if (validationErrors.length > 0) return reply.status(400).send({ errors: validationErrors.map(withCode("GRAPHQL_VALIDATION_FAILED")) });
+      const operation = getOperationAST(document, request.body.operationName ?? undefined);
+      if (operation?.operation === "subscription") {
+        return reply.status(400).send({ errors: [{ message: "subscriptions are not supported", extensions: { code: "BAD_REQUEST" } }] });
+      }
       const run = () => executeSync({
         schema: dashboardSchema,
         document,
@@ -226,12 +236,13 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
         operationName: request.body.operationName ?? undefined,
         contextValue: { ctx, user, deadline: Date.now() + ctx.config.graphqlTimeBudgetMs } satisfies GraphQLContext,
       });
-      const operation = getOperationAST(document, request.body.operationName ?? undefined);
       const result = operation?.operation === "mutation" ? runMutation(ctx, run) : run();
-      if (result.errors?.some((e) => e.extensions.code === "TIME_BUDGET_EXCEEDED")) return reply.status(400).send(result);
       // GraphQL over HTTP: a request that never reached execution (bad variables, unknown
       // operation) has no `data` and is a 400; execution errors ride along with data.
-      return reply.status("data" in result ? 200 : 400).send(result);
+      const executed = "data" in result;
+      const errors = result.errors?.map(withCode(executed ? "INTERNAL_SERVER_ERROR" : "BAD_REQUEST"));
+      const status = !executed || errors?.some((e) => e.extensions.code === "TIME_BUDGET_EXCEEDED") ? 400 : 200;
+      return reply.status(status).send(errors ? { ...result, errors } : result);
     });
   });
 

@@ -227,6 +227,22 @@ describe("mutations are all or nothing", () => {
   }, 30_000);
 });
 
+describe("every error has extensions.code (the documented shape)", () => {
+  it("validation errors are GRAPHQL_VALIDATION_FAILED, bad variables and operation names BAD_REQUEST, all 400", async () => {
+    const unknownField = await ask(`{ viewer { nope } }`);
+    expectRefused(unknownField, "GRAPHQL_VALIDATION_FAILED");
+    const badVariable = await ask(`mutation($n: ID!) { revokePat(id: $n) { pat { id } } }`, { n: { deep: [1] } });
+    expectRefused(badVariable, "BAD_REQUEST");
+    const twoOperations = await ask(`query A { viewer { id } } query B { viewer { id } }`);
+    expectRefused(twoOperations, "BAD_REQUEST");
+  });
+
+  it("a subscription is a 400, not a 200 with null data", async () => {
+    const answer = await ask(`subscription { viewer { id } }`);
+    expectRefused(answer, "BAD_REQUEST");
+  });
+});
+
 describe("the error handler", () => {
   it("classifies any thrown value (null, a string, a number) as a server fault without throwing itself", () => {
     for (const thrown of [null, undefined, "boom", 42, Symbol("x")]) expect(classify(thrown, "graphql")).toBeNull();
