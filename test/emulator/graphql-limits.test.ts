@@ -159,6 +159,11 @@ describe("execution budget and other clients", () => {
       expect(answer.status).toBe(400);
       expect(answer.body.errors[0].extensions.code).toBe("TIME_BUDGET_EXCEEDED");
       expect(GRAPHQL_LIMITS.timeBudgetMs).toBeLessThanOrEqual(500);
+      // __typename has no resolver to check the deadline: before, this ran to the end
+      // whatever the budget (2-3 s, a 6.5 MB answer) and grew with the number of PATs.
+      const typenames = await graphql(big, big.seed.CLOUD_SESSION, `{ pats { ${Array.from({ length: 99 }, (_, i) => `t${i}: __typename`).join(" ")} } }`);
+      expect(typenames.status).toBe(400);
+      expect(typenames.body.errors[0].extensions.code).toBe("TIME_BUDGET_EXCEEDED");
     } finally {
       await big.close();
     }
