@@ -14,6 +14,7 @@ import { canAllocate, canMoveBytes, canMoveString } from "../engine/headroom.js"
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
 import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
 import { installLeanCalls } from "../engine/lean-calls.js";
+import { canLoadLibraryCode, evalLibraryCode } from "../engine/bytecode.js";
 import type { RejectionTracking } from "../engine/rejection-tracker.js";
 import { decodeFromGuest, encodeForGuest } from "../marshal/crossing-values.js";
 import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
@@ -125,7 +126,7 @@ export class Realm {
     // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
     const budget = this.ownBudget();
     const { factory, require, exports } = this.guard.enter(budget, () => {
-      const factory = ctx.evalCode(coreSource, "scriptbox:core").unwrap();
+      const factory = ctx.unwrapResult(evalLibraryCode(ctx, engine, coreSource, "scriptbox:core"));
       const require = ctx.newFunction("require", (name) =>
         ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
       );
@@ -200,10 +201,11 @@ export class Realm {
   loadGuestModule(name: string): QuickJSHandle {
     const source = this.services.bundle.source(name);
     if (source === undefined || name === "core") throw new TypeError(`no guest module named ${name}`);
-    // evalCode stages the source like newString does: the first load of a lazy module at
-    // the memory cap must stop the run with kind memory, not write through a null pointer.
-    if (!canMoveString(this.services.engine, source.length)) this.stopForMemory(`no room to load the ${name} module`);
-    return this.context.evalCode(source, `scriptbox:${name}`).unwrap();
+    // Loading stages the bytecode (or source) like newString does: the first load of a lazy
+    // module at the memory cap must stop the run with kind memory, not write through a null pointer.
+    const filename = `scriptbox:${name}`;
+    if (!canLoadLibraryCode(this.services.engine, source, filename)) this.stopForMemory(`no room to load the ${name} module`);
+    return this.context.unwrapResult(evalLibraryCode(this.context, this.services.engine, source, filename));
   }
 
   /**
