@@ -10,8 +10,7 @@ import { TABLE_EXPORT_NAME, compiledEngineModule, type EngineVariantName } from 
 import { bytecodeFunctions, type BytecodeFunctions } from "./bytecode.js";
 
 const WASM_PAGE = 65536;
-/** The emscripten build asks for 16 MiB of initial memory; a cap below that cannot work. */
-export const ENGINE_INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
+import { ENGINE_INITIAL_MEMORY_BYTES } from "./initial-memory.js";
 
 export interface EngineInstance {
   readonly module: QuickJSWASMModule;
