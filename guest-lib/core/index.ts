@@ -7,8 +7,7 @@
 // It installs the lazy globals and the hidden `__scriptbox.import` the host's module
 // loader uses to serve `import … from "http"`, and returns the hooks the host calls.
 import bridge from "scriptbox:bridge";
-import * as intrinsics from "./intrinsics.js";
-import { defineProperty, freeze, jsonStringList, jsonStringify, objectKeys } from "./intrinsics.js";
+import { defineProperty, freeze, intrinsicsModule, jsonStringList, jsonStringify, objectKeys } from "./intrinsics.js";
 import { installLazyGlobals } from "./lazy-globals.js";
 import { importPublicModule, registerModule, requireModule, takeUsed } from "./modules.js";
 import type * as Timers from "../timers/index.js";
@@ -19,7 +18,7 @@ const timers = () => requireModule("scriptbox:timers") as typeof Timers;
 const marshal = () => requireModule("scriptbox:marshal") as typeof Marshal;
 
 registerModule("scriptbox:bridge", bridge);
-registerModule("scriptbox:intrinsics", intrinsics);
+registerModule("scriptbox:intrinsics", intrinsicsModule);
 installLazyGlobals(globalThis);
 defineProperty(globalThis, "self", { value: globalThis, writable: true, configurable: true, enumerable: false });
 defineProperty(globalThis, "__scriptbox", {
