@@ -1,6 +1,7 @@
 // The guest core: the only guest code evaluated in every realm, when the realm is built.
-// A realm is built for every run, so this file stays tiny (QuickJS parses ~0.4 ms per KB):
-// everything else (console, timers, crypto, value marshalling, web classes, fetch, cloud)
+// A realm is built for every run, so this file stays tiny: it arrives as bytecode (no
+// parsing), but what its top level runs (captures, lazy globals, registrations) is paid
+// per run: everything else (console, timers, crypto, value marshalling, web classes, fetch, cloud)
 // is a module that enters the realm when a script first touches one of its globals or
 // imports it.
 //
