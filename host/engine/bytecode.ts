@@ -12,8 +12,8 @@
 // worker's memory, never anything the guest gave or can reach (the reader trusts its
 // input). They hold no object of the realm they were compiled in: atoms are written as
 // strings, so they load into any runtime of the same compiled module. Without the patched
-// functions (another engine build), or when anything here fails for a reason other than
-// memory, the source is evaluated as before.
+// functions (another engine build, or a failed round-trip check), the source is evaluated
+// as before.
 import type { QuickJSContext, QuickJSHandle, QuickJSWASMModule } from "quickjs-emscripten-core";
 import type { EngineInstance } from "./instance.js";
 import { canMoveBytes, canMoveString } from "./headroom.js";
@@ -27,12 +27,12 @@ export interface BytecodeFunctions {
   write: Exported;
   read: Exported;
   evaluate: Exported;
-  /** Bytecode per module filename, shared by the instances of one compiled module; null: use the source. */
-  cache: Map<string, ArrayBuffer | null>;
+  /** Bytecode per module filename, shared by the instances of one compiled module. */
+  cache: Map<string, ArrayBuffer>;
 }
 
 /** Per compiled module: its bytecode cache, or null when the self-test failed. */
-const shared = new WeakMap<WebAssembly.Module, Map<string, ArrayBuffer | null> | null>();
+const shared = new WeakMap<WebAssembly.Module, Map<string, ArrayBuffer> | null>();
 
 /**
  * The bytecode functions of a new engine instance, or null when the build has none or
@@ -88,19 +88,16 @@ type Result = { value: QuickJSHandle; error?: undefined } | { error: QuickJSHand
  */
 export function evalLibraryCode(context: QuickJSContext, engine: EngineInstance, source: string, filename: string): Result {
   const functions = engine.bytecode;
-  const cached = functions?.cache.get(filename);
-  if (!functions || cached === null) return context.evalCode(source, filename);
+  if (!functions) return context.evalCode(source, filename);
+  const cached = functions.cache.get(filename);
   if (cached !== undefined) return runBytecode(context, functions, cached);
   // First use in this thread: compile here, keep the bytes, and run the compiled function.
   const compiled = context.evalCode(source, filename, { compileOnly: true });
   if (compiled.error) return compiled;
+  // Not kept when writing failed (no memory for the copy, at the sandbox's cap): the next
+  // realm tries again; this one runs what it compiled all the same.
   const bytes = writeBytecode(context, functions, compiled.value);
-  if (bytes === null) {
-    compiled.value.dispose();
-    functions.cache.set(filename, null);
-    return context.evalCode(source, filename);
-  }
-  functions.cache.set(filename, bytes);
+  if (bytes !== null) functions.cache.set(filename, bytes);
   return evaluate(context, functions, compiled.value);
 }
 
@@ -119,11 +116,17 @@ function writeBytecode(context: QuickJSContext, functions: BytecodeFunctions, co
     written.error.dispose();
     return null;
   }
-  const view = context.getArrayBuffer(written.value);
-  const bytes = view.value.slice().buffer;
-  view.dispose();
-  written.value.dispose();
-  return bytes;
+  try {
+    // getArrayBuffer copies through malloc and throws when that fails.
+    const view = context.getArrayBuffer(written.value);
+    const bytes = view.value.slice().buffer;
+    view.dispose();
+    return bytes;
+  } catch {
+    return null;
+  } finally {
+    written.value.dispose();
+  }
 }
 
 function runBytecode(context: QuickJSContext, functions: BytecodeFunctions, bytes: ArrayBuffer): Result {

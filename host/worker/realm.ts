@@ -107,6 +107,10 @@ export class Realm {
 
   constructor(readonly services: RealmServices) {
     const { engine, tracking, bundle } = services;
+    const coreSource = bundle.source("core")!;
+    // Staging the core's bytecode (or source) does not check malloc: at the memory cap it
+    // would write through a null pointer. Fail the realm instead (acquireRealm reports it).
+    if (!canLoadLibraryCode(engine, coreSource, "scriptbox:core")) throw new RangeError("no memory left to load the guest core");
     this.runtime = engine.module.newRuntime();
     this.guard = new ExecutionGuard(services.watchdog, () => services.sandboxId);
     this.runtime.setInterruptHandler(this.guard.shouldInterrupt);
@@ -121,7 +125,6 @@ export class Realm {
     installLeanCalls(this.context, services.engine);
     const ctx = this.context;
     const bridge = createBridge(this);
-    const coreSource = bundle.source("core")!;
     // Realm preparation is an entry into guest code like any other: under a deadline and
     // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
     const budget = this.ownBudget();
