@@ -32,6 +32,9 @@ const wanted = (section) => only === null || only.has(section);
 
 const TARGETS = {
   createRun: "< 1.5 ms",
+  reusedRuns: ">= 1,500 runs/s and >= 0.6x bare",
+  realmBuild: "<= 0.5 ms",
+  rssPerSandbox: "<= 1.3x bare",
   pluginCall: "< 100 µs",
   limit: "within 25 ms",
   smallGets: ">= 1.0x of undici.fetch",
@@ -70,7 +73,7 @@ async function section(name, title, body) {
     if (name === "sandbox") failed = true;
     out(`${name === "sandbox" ? "FAILED" : "skipped"}: ${error?.stack ?? error}`);
   }
-  out(`(${((performance.now() - started) / 1000).toFixed(1)} s)`);
+  out(`(${((performance.now() - started) / 1000).toFixed(1)} s, load average ${loadavg()[0].toFixed(2)} at the end)`);
 }
 
 await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripten (no guest library, no limits, no workers), same process", async () => {
@@ -96,13 +99,14 @@ await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripte
 
   const runsPerSecond = (ms) => 1000 / ms;
   const reused = r.reusedRun;
+  const spreadMs = (x) => `p50 ${formatMs(x.p50)}, p90 ${formatMs(x.p90)}, p99 ${formatMs(x.p99)}, n=${x.n}`;
   rows.push([
     "runs/s in a reused sandbox (fresh realm per run)",
     formatRate(runsPerSecond(reused.ours), "runs/s"),
     `${formatRate(runsPerSecond(reused.bareFresh), "runs/s")} (fresh runtime+context)`,
     ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareFresh)),
-    "",
-    `one run ${formatMs(reused.ours)}, n=${reused.samples}`,
+    `${TARGETS.reusedRuns} (${met(runsPerSecond(reused.ours) >= 1500 && reused.bareFresh / reused.ours >= 0.6)})`,
+    `one run: ours ${spreadMs(reused.oursSpread)}; bare ${spreadMs(reused.bareFreshSpread)}`,
   ]);
   rows.push([
     "",
@@ -112,7 +116,14 @@ await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripte
     "",
     "",
   ]);
-  md("runs per second in a reused sandbox", formatRate(runsPerSecond(reused.ours), "runs/s"), `${formatRate(runsPerSecond(reused.bareFresh), "runs/s")} (fresh runtime+context per run); ${formatRate(runsPerSecond(reused.bareReused), "runs/s")} (reused context)`, `${ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareFresh))}; ${ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareReused))}`, "");
+  md("runs per second in a reused sandbox", `${formatRate(runsPerSecond(reused.ours), "runs/s")} (one run ${spreadMs(reused.oursSpread)})`, `${formatRate(runsPerSecond(reused.bareFresh), "runs/s")} (fresh runtime+context per run; one run ${spreadMs(reused.bareFreshSpread)}); ${formatRate(runsPerSecond(reused.bareReused), "runs/s")} (reused context)`, `${ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareFresh))}; ${ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareReused))}`, TARGETS.reusedRuns);
+
+  const realmRow = (figure, x, baseline, target) => {
+    rows.push([figure, formatMs(x.ours.p50), `${formatMs(x.bare.p50)} (${baseline})`, ratio(x.ours.p50, x.bare.p50), target ? `${target} (${met(x.ours.p50 <= 0.5)})` : "", `ours ${spreadMs(x.ours)}; bare ${spreadMs(x.bare)}`]);
+    md(figure, `${formatMs(x.ours.p50)} (p90 ${formatMs(x.ours.p90)}, p99 ${formatMs(x.ours.p99)})`, `${formatMs(x.bare.p50)} (${baseline}; p90 ${formatMs(x.bare.p90)}, p99 ${formatMs(x.bare.p99)})`, ratio(x.ours.p50, x.bare.p50), target ?? "");
+  };
+  realmRow("fresh realm: build (runtime, context, bridge, guest core)", r.realmBuild, "bare newRuntime + newContext", TARGETS.realmBuild);
+  realmRow("fresh realm: build + free", r.realmCycle, "bare, + dispose");
 
   const call = r.pluginCall;
   rows.push([
@@ -127,8 +138,12 @@ await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripte
   md("plugin.call round trip", formatMs(call.ours), `${formatMs(call.bare)} (callFunction); ${formatMs(call.echo)} (worker postMessage echo)`, `${ratio(call.ours, call.bare)}; ${ratio(call.ours, call.echo)}`, `${TARGETS.pluginCall} (${met(call.ours < 0.1)})`);
 
   const rss = r.rssPerSandbox;
-  rows.push(["RSS per idle live sandbox, 100 alive", formatBytes(rss.ours), formatBytes(rss.bare), ratio(rss.ours, rss.bare), "", `process RSS delta / 100 after GC, ${rss.samples} fresh processes`]);
-  md("RSS per idle live sandbox (100 alive)", formatBytes(rss.ours), formatBytes(rss.bare), ratio(rss.ours, rss.bare), "");
+  const spreadBytes = (x) => `p50 ${formatBytes(x.p50)}, p90 ${formatBytes(x.p90)}, p99 ${formatBytes(x.p99)}, n=${x.n}`;
+  rows.push(["RSS per idle live sandbox, 100 alive", formatBytes(rss.ours), formatBytes(rss.bare), ratio(rss.ours, rss.bare), `${TARGETS.rssPerSandbox} (${met(rss.ours <= 1.3 * rss.bare)})`, `process RSS delta / 100 after GC, fresh processes: ours ${spreadBytes(rss.oursSpread)}; bare ${spreadBytes(rss.bareSpread)}`]);
+  md("RSS per idle live sandbox (100 alive)", `${formatBytes(rss.ours)} (${spreadBytes(rss.oursSpread)})`, `${formatBytes(rss.bare)} (${spreadBytes(rss.bareSpread)})`, ratio(rss.ours, rss.bare), TARGETS.rssPerSandbox);
+  const imported = r.importRss;
+  rows.push(["RSS added by import \"scriptbox\" (fresh process)", formatBytes(imported.ours.p50), `${formatBytes(imported.bare.p50)} (import of the bare engine library)`, ratio(imported.ours.p50, imported.bare.p50), "", `ours ${spreadBytes(imported.ours)}; bare ${spreadBytes(imported.bare)}`]);
+  md("RSS added by `import \"scriptbox\"`", `${formatBytes(imported.ours.p50)} (${spreadBytes(imported.ours)})`, `${formatBytes(imported.bare.p50)} (quickjs-emscripten-core + release variant; ${spreadBytes(imported.bare)})`, ratio(imported.ours.p50, imported.bare.p50), "");
 
   const limit = r.limit;
   const limitOk = limit.statsWallOver < 25;

@@ -14,6 +14,7 @@ import { canAllocate, canMoveBytes, canMoveString } from "../engine/headroom.js"
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
 import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
 import { installLeanCalls } from "../engine/lean-calls.js";
+import { canLoadLibraryCode, evalLibraryCode } from "../engine/bytecode.js";
 import type { RejectionTracking } from "../engine/rejection-tracker.js";
 import { decodeFromGuest, encodeForGuest } from "../marshal/crossing-values.js";
 import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
@@ -106,6 +107,10 @@ export class Realm {
 
   constructor(readonly services: RealmServices) {
     const { engine, tracking, bundle } = services;
+    const coreSource = bundle.source("core")!;
+    // Staging the core's bytecode (or source) does not check malloc: at the memory cap it
+    // would write through a null pointer. Fail the realm instead (acquireRealm reports it).
+    if (!canLoadLibraryCode(engine, coreSource, "scriptbox:core")) throw new RangeError("no memory left to load the guest core");
     this.runtime = engine.module.newRuntime();
     this.guard = new ExecutionGuard(services.watchdog, () => services.sandboxId);
     this.runtime.setInterruptHandler(this.guard.shouldInterrupt);
@@ -120,12 +125,11 @@ export class Realm {
     installLeanCalls(this.context, services.engine);
     const ctx = this.context;
     const bridge = createBridge(this);
-    const coreSource = bundle.source("core")!;
     // Realm preparation is an entry into guest code like any other: under a deadline and
     // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
     const budget = this.ownBudget();
     const { factory, require, exports } = this.guard.enter(budget, () => {
-      const factory = ctx.evalCode(coreSource, "scriptbox:core").unwrap();
+      const factory = ctx.unwrapResult(evalLibraryCode(ctx, engine, coreSource, "scriptbox:core"));
       const require = ctx.newFunction("require", (name) =>
         ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
       );
@@ -200,10 +204,11 @@ export class Realm {
   loadGuestModule(name: string): QuickJSHandle {
     const source = this.services.bundle.source(name);
     if (source === undefined || name === "core") throw new TypeError(`no guest module named ${name}`);
-    // evalCode stages the source like newString does: the first load of a lazy module at
-    // the memory cap must stop the run with kind memory, not write through a null pointer.
-    if (!canMoveString(this.services.engine, source.length)) this.stopForMemory(`no room to load the ${name} module`);
-    return this.context.evalCode(source, `scriptbox:${name}`).unwrap();
+    // Loading stages the bytecode (or source) like newString does: the first load of a lazy
+    // module at the memory cap must stop the run with kind memory, not write through a null pointer.
+    const filename = `scriptbox:${name}`;
+    if (!canLoadLibraryCode(this.services.engine, source, filename)) this.stopForMemory(`no room to load the ${name} module`);
+    return this.context.unwrapResult(evalLibraryCode(this.context, this.services.engine, source, filename));
   }
 
   /**
@@ -253,6 +258,9 @@ export class Realm {
    * module loads later, when a script needs it.
    */
   preload(names: string[]): void {
+    // Nothing to load: no guest call (the core requires no module while it is built, so
+    // there is no use to forget either). Most spare realms are built so, once per run.
+    if (names.length === 0) return;
     for (const name of names) {
       const nameHandle = this.context.newString(name);
       this.ownCode(() => this.context.callFunction(this.hooks.preload, this.context.undefined, nameHandle), () => undefined);
