@@ -10,7 +10,7 @@ import { loadBullMQ, loadIORedis } from "./bullmq-loader.js";
 import { redisOptions, type RedisConnection } from "./connection.js";
 import { decodeValue, encodeResult, FAILED_RESULT_FIELD, JOB_FORMAT, type ScriptJobData } from "./job-data.js";
 import { sandboxOptionsForJob } from "./job-options.js";
-import { cancelChannel, CANCELLED_REASON, DEFAULT_QUEUE_NAME, QUEUE_PREFIX } from "./names.js";
+import { cancelChannel, cancelledKey, CANCELLED_REASON, DEFAULT_QUEUE_NAME, QUEUE_PREFIX } from "./names.js";
 
 export interface ScriptWorkerOptions {
   connection?: RedisConnection;
@@ -92,12 +92,28 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
     running++;
     try {
       if (data?.format !== JOB_FORMAT || typeof data.script?.code !== "string") throw new UnrecoverableError(`not a scriptbox job (format ${String(data?.format)})`);
+      // Beside the sandbox's creation (no added latency): was the job cancelled before
+      // this worker tracked it (the signal came too early to reach it)? And a job run
+      // again drops the script result of its earlier attempt, so that job.result() never
+      // mistakes it for this run's.
+      const client = await worker.client;
+      const cancelled = client.get(cancelledKey(name, job.id!));
+      const cleared = job.attemptsStarted > 1 ? client.hdel(worker.toKey(job.id!), FAILED_RESULT_FIELD) : null;
       let sandbox;
       try {
         sandbox = await createSandbox(sandboxOptionsForJob(data, sandboxOptions));
       } catch (error) {
+        await Promise.allSettled([cancelled, cleared]);
         // Nothing a retry would change: a secret this worker lacks, a bad option value.
         throw new UnrecoverableError((error as Error).message);
+      }
+      try {
+        await cleared;
+        if ((await cancelled) !== null) throw new JobCancelled();
+      } catch (error) {
+        void sandbox.dispose();
+        if (error instanceof JobCancelled) throw new UnrecoverableError(CANCELLED_REASON);
+        throw error;
       }
       let result: RunResult;
       try {
@@ -119,7 +135,6 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
         return encodeResult(result);
       }
       // Kept in the job's own hash, so retention removes it with the job.
-      const client = await worker.client;
       await client.hset(worker.toKey(job.id!), { [FAILED_RESULT_FIELD]: encodeResult(result) });
       report(result.error.kind, result.error.message);
       throw new ScriptFailed(`${result.error.kind}: ${result.error.name}: ${result.error.message}`);

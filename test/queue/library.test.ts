@@ -227,6 +227,58 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     expect(await running.cancel()).toBe("finished");
   });
 
+  it("a job cancelled before it started: result() rejects with JobCancelledError, for a waiter and later; its id can be used again", async () => {
+    const { queue } = await setup();
+    const delayed = await queue.submit("export default 1", { delay: 60_000, jobId: "cancel-me" });
+    const waiting = delayed.result(); // waiting before the cancel: answered by the removed event
+    expect(await delayed.cancel()).toBe("removed");
+    await expect(waiting).rejects.toThrow(JobCancelledError);
+    await expect(delayed.result()).rejects.toThrow(JobCancelledError);
+    await expect(queue.job("never-submitted").result()).rejects.toThrow(/no such job/);
+    const again = await queue.submit("export default () => 2", { jobId: "cancel-me" });
+    expect(await again.result()).toMatchObject({ ok: true, value: 2 });
+  });
+
+  it("a retried job cancelled in its second run: result() says cancelled, not the first run's failure", async () => {
+    let calls = 0;
+    const flaky = createServer((_req, res) => {
+      calls++;
+      if (calls === 1) res.end("fail");
+      else setTimeout(() => res.end("late"), 20_000).unref();
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, "127.0.0.1", resolve));
+    const port = (flaky.address() as AddressInfo).port;
+    try {
+      const { queue, events } = await setup({ sandbox: { net: { allow: [`127.0.0.1:${port}`] } } });
+      const job = await queue.submit(`export default async () => { const t = await (await fetch("http://127.0.0.1:${port}/")).text(); if (t === "fail") throw new Error("first run failed"); return t; }`, { attempts: 3, backoffMs: 10 });
+      const deadline = Date.now() + 10_000;
+      while (calls < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(events.filter((e) => e.id === job.id).map((e) => e.outcome)).toEqual(["script"]);
+      expect(await job.cancel()).toBe("signalled");
+      await expect(job.result()).rejects.toThrow(JobCancelledError);
+    } finally {
+      flaky.closeAllConnections();
+      await new Promise((resolve) => flaky.close(resolve));
+    }
+  });
+
+  it("a cancel whose signal came before the worker took the job is not lost: the job does not run", async () => {
+    // cancel() marks the job, then signals it; a worker that takes the job after the signal
+    // went by (it had not tracked it yet, or was disconnected) finds the mark.
+    const name = `lib-early-cancel-${process.pid}`;
+    const queue = createScriptQueue({ connection: redis.url, name });
+    open.push(queue);
+    received.length = 0;
+    const job = await queue.submit(`export default async () => (await fetch("http://127.0.0.1:${serverPort}/ran")).status`);
+    redis.cli("set", `scriptbox:${name}:cancelled:${job.id}`, "1", "EX", "60");
+    const events: JobEvent[] = [];
+    const worker = await startScriptWorker({ connection: redis.url, name, concurrency: 1, sandbox: { net: { allow: [`127.0.0.1:${serverPort}`] } }, onJob: (e) => events.push(e) });
+    open.push({ close: () => worker.close() });
+    await expect(job.result()).rejects.toThrow(JobCancelledError);
+    expect(events.map((e) => e.outcome)).toEqual(["cancelled"]);
+    expect(received).toHaveLength(0);
+  });
+
   it("priority: of two waiting jobs the one with the higher priority runs first", async () => {
     const name = `lib-prio-${process.pid}`;
     const queue = createScriptQueue({ connection: redis.url, name });
