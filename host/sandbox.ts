@@ -11,7 +11,7 @@ import { toCrossable } from "./marshal/crossing-values.js";
 import { own, resolveRunOptions, resolveSandboxConfig, RUN_OPTION_KEYS, type ResolvedRunOptions } from "./options.js";
 import { sharedPool, WorkerLostError, type WorkerConnection, type WorkerPool } from "./pool.js";
 import type { ActivationOutcome, ActivationRequest, SandboxConfig } from "./protocol.js";
-import { StackMapper } from "./source-map.js";
+import { checkPreparedMap, StackMapper } from "./source-map.js";
 import { prepareSource, ScriptImportError, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
 import { bundleEntryFile, bundleSource, type NamedModules } from "./bundle/bundle.js";
 import { SandboxDisposedError, ScriptError } from "./errors.js";
@@ -259,6 +259,7 @@ export class Sandbox {
     this.#assertUsable();
     if (typeof prepared !== "object" || prepared === null || typeof prepared.code !== "string") throw new TypeError("prepared.code must be a string");
     if (prepared.map !== null && typeof prepared.map !== "string") throw new TypeError("prepared.map must be a string or null");
+    if (prepared.map !== null) checkPreparedMap(prepared.map);
     const filename = checkFilename(prepared.filename);
     const runOptions = resolveRunOptions(options, "run options", RUN_OPTION_KEYS.filter((key) => key !== "filename"));
     const input = toCrossable(runOptions.input, "input");

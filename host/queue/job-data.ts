@@ -2,6 +2,7 @@
 // script (code, the name stacks show, the source map), its input and the options it asks
 // for. Secrets travel by name only: their values live in each worker's configuration.
 import type { Limits } from "../limits.js";
+import { checkPreparedMap } from "../source-map.js";
 import type { PreparedSource } from "../transpile.js";
 import type { RunResult } from "../types.js";
 
@@ -51,4 +52,17 @@ export function encodeResult(result: RunResult): string {
 
 export function decodeResult(text: string): RunResult {
   return decodeValue(text) as RunResult;
+}
+
+/**
+ * The script as a job carries it: its source map without sourcesContent (stacks are mapped
+ * with positions only; the author's sources would double what each job costs in Redis),
+ * checked as a worker will check it, so that a map a worker would refuse is an error here.
+ */
+export function portableScript(script: PreparedSource): PreparedSource {
+  if (script.map === null) return script;
+  const { sourcesContent: _sources, ...map } = JSON.parse(script.map) as Record<string, unknown>;
+  const portable = JSON.stringify(map);
+  checkPreparedMap(portable);
+  return { ...script, map: portable };
 }

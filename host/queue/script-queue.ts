@@ -8,7 +8,7 @@ import { prepareSource, type PreparedSource } from "../transpile.js";
 import type { RunResult } from "../types.js";
 import { loadBullMQ } from "./bullmq-loader.js";
 import { redisOptions, type RedisConnection, type RedisOptions } from "./connection.js";
-import { decodeResult, encodeValue, FAILED_RESULT_FIELD, JOB_FORMAT, type ScriptJobData } from "./job-data.js";
+import { decodeResult, encodeValue, FAILED_RESULT_FIELD, JOB_FORMAT, portableScript, type ScriptJobData } from "./job-data.js";
 import { checkJobOptions, type ScriptJobOptions } from "./job-options.js";
 import { DEFAULT_RETENTION, type Retention } from "./retention.js";
 import { cancelChannel, cancelledKey, CANCELLED_REASON, DEFAULT_QUEUE_NAME, QUEUE_PREFIX } from "./names.js";
@@ -165,7 +165,7 @@ export class ScriptQueue {
 
   #jobData(script: PreparedSource, input: unknown, checked: ReturnType<typeof checkJobOptions>): ScriptJobData {
     const crossable = toCrossable(input, "input");
-    return { format: JOB_FORMAT, script, ...(crossable !== undefined ? { input: encodeValue(crossable) } : {}), ...checked.data };
+    return { format: JOB_FORMAT, script: portableScript(script), ...(crossable !== undefined ? { input: encodeValue(crossable) } : {}), ...checked.data };
   }
 
   async #add(script: PreparedSource, input: unknown, checked: ReturnType<typeof checkJobOptions>): Promise<ScriptJob> {

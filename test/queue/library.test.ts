@@ -91,6 +91,11 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     expect(failed.error).toMatchObject({ kind: "script", name: "RangeError", message: "negative input" });
     expect(failed.error.stack).toMatch(/check\.ts:3:\d+/);
     expect(failed.error.stack).toMatch(/job\.ts:2:\d+/);
+    // The map travels without the author's sources: positions are all a stack needs.
+    const data = JSON.parse(redis.cli("hget", `scriptbox:lib-bundle-${process.pid}:${bad.id}`, "data").trim()) as { script: { map: string } };
+    const map = JSON.parse(data.script.map) as Record<string, unknown>;
+    expect(map).toMatchObject({ version: 3, sources: [expect.stringMatching(/check\.ts$/), expect.stringMatching(/job\.ts$/)] });
+    expect(map).not.toHaveProperty("sourcesContent");
   });
 
   it("a TypeScript source string is transpiled at submit (filename .ts)", async () => {
@@ -317,11 +322,15 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     try {
       const foreign = await raw.add("x", { hello: "world" });
       const badMap = await raw.add("y", { format: 1, script: { code: "throw new Error('e')", filename: "y.js", map: "not a source map" } });
+      // Refused before it runs, whether or not the run would fail (only a failure reads the map).
+      const badMapOk = await raw.add("z", { format: 1, script: { code: "export default () => 1", filename: "z.js", map: '{"version":3}' } });
       await expect(queue.job(foreign.id!).result()).rejects.toThrow(/not a scriptbox job/);
       const mapped = queue.job(badMap.id!).result();
       await expect(mapped).rejects.toThrow(JobFailedError);
+      await expect(queue.job(badMap.id!).result()).rejects.toThrow(/malformed job: prepared\.map is not a source map/);
+      await expect(queue.job(badMapOk.id!).result()).rejects.toThrow(/malformed job: prepared\.map is not a version 3 source map/);
       expect(await (await queue.submit("export default () => 'still working'")).result()).toMatchObject({ ok: true, value: "still working" });
-      expect(events.map((e) => e.outcome)).toEqual(["error", "error", "ok"]);
+      expect(events.map((e) => e.outcome)).toEqual(["error", "error", "error", "ok"]);
     } finally {
       await raw.close();
     }
