@@ -345,5 +345,11 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     await expect(queue.submit("export default 1", { attempts: 0 })).rejects.toThrow(/attempts/);
     await expect(queue.submit("export default 1", { input: () => 1 })).rejects.toThrow(/cannot cross/);
     await expect(queue.submit("export default 1", { bogus: 1 } as never)).rejects.toThrow(/unknown job option "bogus"/);
+    // What a worker would refuse is refused here, with the sandbox's own rules, not a failed job later.
+    await expect(queue.submit("export default 1", { filename: "a\nb.js" })).rejects.toThrow(/filename must be a non-empty single-line string/);
+    await expect(queue.submit("export default 1", { env: JSON.parse('{"__proto__": "x"}') as Record<string, string> })).rejects.toThrow(/env key "__proto__" is not allowed/);
+    await expect(queue.submit("export default 1", { env: { A: 1 } as never })).rejects.toThrow(/env\.A must be a string/);
+    await expect(queue.submit("export default 1", { net: { allowed: [] } as never })).rejects.toThrow(/unknown net option "allowed"/);
+    expect(await queue.stats()).toMatchObject({ waiting: 0, delayed: 0, prioritized: 0 });
   });
 });
