@@ -4,7 +4,7 @@
 import { availableParallelism } from "node:os";
 import type { Job, Worker } from "bullmq";
 import { resolveSandboxConfig } from "../options.js";
-import { createSandbox } from "../sandbox.js";
+import { createSandbox, type Sandbox } from "../sandbox.js";
 import type { ErrorKind, RunResult, SandboxOptions } from "../types.js";
 import { loadBullMQ, loadIORedis } from "./bullmq-loader.js";
 import { redisOptions, type RedisConnection } from "./connection.js";
@@ -51,13 +51,15 @@ export interface ScriptWorker {
   readonly running: number;
   /**
    * Stops taking jobs and waits up to `graceMs` (default 30,000) for the running ones.
-   * Resolves with drained: false when some were still running: they stay locked until
-   * their lock expires and then run again on another worker (at-least-once).
+   * Resolves with drained: false when some were still running: they are stopped here,
+   * and run again on another worker once their locks expire (at-least-once).
    */
   close(options?: { graceMs?: number }): Promise<{ drained: boolean }>;
 }
 
 class JobCancelled extends Error {}
+
+const ABANDONED = "left unfinished when the worker closed: it runs again once its lock expires";
 
 /** The script itself failed: its result is stored and reported already; bullmq retries it if the job asked for attempts. */
 class ScriptFailed extends Error {}
@@ -82,6 +84,10 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
   const { Worker, UnrecoverableError } = await loadBullMQ();
   const onError = options.onError ?? (() => undefined);
   let running = 0;
+  // The sandboxes of running jobs, and whether close() gave up waiting for them: a job left
+  // unfinished runs again on another worker, so it must not go on running here as well.
+  const live = new Set<Sandbox>();
+  let abandoned = false;
 
   const processor = async (job: Job, _token?: string, signal?: AbortSignal): Promise<string> => {
     const started = performance.now();
@@ -99,7 +105,7 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
       const client = await worker.client;
       const cancelled = client.get(cancelledKey(name, job.id!));
       const cleared = job.attemptsStarted > 1 ? client.hdel(worker.toKey(job.id!), FAILED_RESULT_FIELD) : null;
-      let sandbox;
+      let sandbox: Sandbox;
       try {
         sandbox = await createSandbox(sandboxOptionsForJob(data, sandboxOptions));
       } catch (error) {
@@ -116,6 +122,7 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
         throw error;
       }
       let result: RunResult;
+      live.add(sandbox);
       try {
         const input = data.input === undefined ? undefined : decodeValue(data.input);
         const aborted = abortPromise(signal);
@@ -127,9 +134,12 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
         if (error instanceof TypeError || error instanceof SyntaxError) throw new UnrecoverableError(`malformed job: ${error.message}`);
         throw error;
       } finally {
+        live.delete(sandbox);
         // Not awaited when cancelled: a busy sandbox is freed when its limits stop it.
         void sandbox.dispose();
       }
+      // Its lock is no longer renewed and it will run again elsewhere: leave Redis alone.
+      if (abandoned) throw new Error(ABANDONED);
       if (result.ok) {
         report("ok");
         return encodeResult(result);
@@ -185,12 +195,22 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
     },
     close({ graceMs = 30_000 } = {}) {
       closing ??= (async () => {
-        const drained = worker.close().then(() => true);
+        // pause: no new jobs, and resolves once the running ones finished. (Not close():
+        // once a close is under way bullmq's close(true) returns that same close, which
+        // waits for the running jobs however long they take: no grace period at all.)
+        const drained = worker.pause().then(
+          () => true,
+          () => false,
+        );
         let timer: NodeJS.Timeout | undefined;
         const expired = new Promise<false>((resolve) => (timer = setTimeout(resolve, graceMs, false)));
         const ok = await Promise.race([drained, expired]);
         clearTimeout(timer);
-        if (!ok) await worker.close(true);
+        if (!ok) abandoned = true;
+        // Forced: the unfinished jobs' locks are no longer renewed (they run again on another
+        // worker once they expire), and their sandboxes are stopped here.
+        await worker.close(!ok);
+        for (const sandbox of live) void sandbox.dispose();
         subscriber.disconnect();
         return { drained: ok };
       })();

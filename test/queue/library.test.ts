@@ -284,6 +284,24 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     expect(received).toHaveLength(0);
   });
 
+  it("close() with a grace period too short: returns after it, and the unfinished job stops running here", async () => {
+    const name = `lib-close-${process.pid}`;
+    const queue = createScriptQueue({ connection: redis.url, name });
+    open.push(queue);
+    const events: JobEvent[] = [];
+    const worker = await startScriptWorker({ connection: redis.url, name, concurrency: 1, sandbox: { net: { allow: [`127.0.0.1:${serverPort}`] } }, onJob: (e) => events.push(e) });
+    received.length = 0;
+    const job = await queue.submit(`export default async () => { for (let i = 0; i < 100; i++) { await fetch("http://127.0.0.1:${serverPort}/tick"); await new Promise((r) => setTimeout(r, 50)); } return "done"; }`);
+    const deadline = Date.now() + 10_000;
+    while (received.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(await worker.close({ graceMs: 100 })).toEqual({ drained: false });
+    const atClose = received.length;
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(received.length - atClose).toBeLessThanOrEqual(1); // a fetch already in flight may land
+    expect(await job.state()).toBe("active"); // locked until its lock expires, then taken over
+    expect(events.map((e) => e.outcome)).not.toContain("ok");
+  });
+
   it("priority: of two waiting jobs the one with the higher priority runs first", async () => {
     const name = `lib-prio-${process.pid}`;
     const queue = createScriptQueue({ connection: redis.url, name });
