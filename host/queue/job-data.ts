@@ -50,8 +50,24 @@ export function encodeResult(result: RunResult): string {
   return encodeValue(result);
 }
 
-export function decodeResult(text: string): RunResult {
-  return decodeValue(text) as RunResult;
+/**
+ * A stored result, or null when the text is not one: whoever can write to Redis can set a
+ * job's return value, and job.result() must not hand that on as a RunResult.
+ */
+export function decodeResult(text: string): RunResult | null {
+  let result: unknown;
+  try {
+    result = decodeValue(text);
+  } catch {
+    return null;
+  }
+  const r = result as Partial<Record<string, unknown>> | null;
+  if (typeof r !== "object" || r === null || typeof r.ok !== "boolean" || !Array.isArray(r.logs) || typeof r.stats !== "object" || r.stats === null) return null;
+  if (!r.ok) {
+    const error = r.error as Partial<Record<string, unknown>> | null | undefined;
+    if (typeof error !== "object" || error === null || typeof error.kind !== "string" || typeof error.name !== "string" || typeof error.message !== "string" || typeof error.stack !== "string") return null;
+  }
+  return result as RunResult;
 }
 
 /**

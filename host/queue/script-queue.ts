@@ -182,8 +182,9 @@ export class ScriptQueue {
     const [queue, events] = await Promise.all([this.#bullQueue(), this.#queueEvents()]);
     const end = await this.#finished(queue, events, id);
     if (end.completed) {
-      if (typeof end.value !== "string") throw new JobFailedError(id, "its return value is not a script result");
-      return decodeResult(end.value);
+      const result = typeof end.value === "string" ? decodeResult(end.value) : null;
+      if (result === null) throw new JobFailedError(id, "its return value is not a script result");
+      return result;
     }
     const client = await queue.client;
     // Cancelled: a job removed before it started has only its mark left; a running one
@@ -194,7 +195,8 @@ export class ScriptQueue {
       throw new JobFailedError(id, end.reason);
     }
     const stored = await client.hget(queue.toKey(id), FAILED_RESULT_FIELD);
-    if (stored !== null) return decodeResult(stored);
+    const result = stored === null ? null : decodeResult(stored);
+    if (result !== null) return result;
     if (end.reason === CANCELLED_REASON) throw new JobCancelledError(id);
     throw new JobFailedError(id, end.reason);
   }

@@ -354,6 +354,24 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     }
   });
 
+  it("a return value that is not a script result (written by something else) is a JobFailedError, not a bogus RunResult", async () => {
+    const name = `lib-forged-${process.pid}`;
+    const { Queue, Worker } = await import("bullmq");
+    const connection = { host: "127.0.0.1", port: redis.port };
+    const raw = new Queue(name, { connection, prefix: "scriptbox" });
+    const values = ["not json {", '{"ok":true}', '{"ok":false,"logs":[],"stats":{}}', "42"];
+    const forger = new Worker(name, async (job) => values[Number(job.data.i)], { connection: { ...connection, maxRetriesPerRequest: null }, prefix: "scriptbox" });
+    const queue = createScriptQueue({ connection: redis.url, name });
+    open.push(queue);
+    try {
+      const jobs = await Promise.all(values.map((_, i) => raw.add("x", { i })));
+      for (const job of jobs) await expect(queue.job(job.id!).result()).rejects.toThrow(/its return value is not a script result/);
+    } finally {
+      await forger.close();
+      await raw.close();
+    }
+  });
+
   it("bad job options are errors at submit", async () => {
     const queue = createScriptQueue({ connection: redis.url, name: "lib-bad-options" });
     open.push(queue);
