@@ -116,6 +116,8 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
       try {
         await cleared;
         if ((await cancelled) !== null) throw new JobCancelled();
+        // close() gave up on this job while its sandbox was being made: do not start it.
+        if (abandoned) throw new Error(ABANDONED);
       } catch (error) {
         void sandbox.dispose();
         if (error instanceof JobCancelled) throw new UnrecoverableError(CANCELLED_REASON);
