@@ -290,6 +290,9 @@ export class ScriptQueue {
   async addSchedule(name: string, cron: string, path: string, options: Omit<ScriptJobOptions, "filename" | "delay" | "jobId"> & { timezone?: string } = {}): Promise<ScheduleInfo> {
     if (typeof name !== "string" || !/^[A-Za-z0-9_.-]{1,100}$/.test(name)) throw new TypeError("a schedule name is 1-100 letters, digits, '_', '.' or '-'");
     const { timezone, ...jobOptions } = options;
+    // The types leave them out; a JS caller could still pass them, and bullmq's scheduler
+    // silently replaces a jobId and a delay of its own: say so rather than ignore them.
+    for (const key of ["filename", "delay", "jobId"]) if (Object.hasOwn(jobOptions, key)) throw new TypeError(`${key} does not apply to a schedule`);
     const checked = checkJobOptions(jobOptions);
     const { CronExpressionParser } = await loadCronParser();
     try {

@@ -386,6 +386,8 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     await expect(queue.submit("export default 1", { env: JSON.parse('{"__proto__": "x"}') as Record<string, string> })).rejects.toThrow(/env key "__proto__" is not allowed/);
     await expect(queue.submit("export default 1", { env: { A: 1 } as never })).rejects.toThrow(/env\.A must be a string/);
     await expect(queue.submit("export default 1", { net: { allowed: [] } as never })).rejects.toThrow(/unknown net option "allowed"/);
+    await expect(queue.addSchedule("s", "* * * * *", "job.js", { jobId: "fixed" } as never)).rejects.toThrow(/jobId does not apply to a schedule/);
+    await expect(queue.addSchedule("s", "* * * * *", "job.js", { delay: 5 } as never)).rejects.toThrow(/delay does not apply to a schedule/);
     expect(await queue.stats()).toMatchObject({ waiting: 0, delayed: 0, prioritized: 0 });
   });
 });
