@@ -59,6 +59,9 @@ export interface ScriptWorker {
 
 class JobCancelled extends Error {}
 
+/** The most of a script's error kept as a failed job's reason (the whole error is in its result). */
+const FAILED_REASON_CHARS = 1_000;
+
 const ABANDONED = "left unfinished when the worker closed: it runs again once its lock expires";
 
 /** The script itself failed: its result is stored and reported already; bullmq retries it if the job asked for attempts. */
@@ -149,7 +152,11 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
       // Kept in the job's own hash, so retention removes it with the job.
       await client.hset(worker.toKey(job.id!), { [FAILED_RESULT_FIELD]: encodeResult(result) });
       report(result.error.kind, result.error.message);
-      throw new ScriptFailed(`${result.error.kind}: ${result.error.name}: ${result.error.message}`);
+      // The reason is a summary (the whole error is in the stored result): bullmq keeps it
+      // as failedReason, again in the stack trace it stores, and in the events stream, and
+      // a script's error message has no size limit of its own (20 MB fits in 64 MiB).
+      const summary = `${result.error.kind}: ${result.error.name}: ${result.error.message}`;
+      throw new ScriptFailed(summary.length > FAILED_REASON_CHARS ? `${summary.slice(0, FAILED_REASON_CHARS)}… (${summary.length} characters)` : summary);
     } catch (error) {
       const message = (error as Error).message;
       if (error instanceof UnrecoverableError) report(message === CANCELLED_REASON ? "cancelled" : "error", message);

@@ -208,6 +208,19 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     expect(events.filter((e) => e.id === thrice.id).map((e) => e.attempt)).toEqual([1, 2, 3]);
   });
 
+  it("a huge error message is kept once, in the result: the failed reason, stack trace and event hold a summary", async () => {
+    const { queue } = await setup();
+    const job = await queue.submit('export default () => { throw new Error("x".repeat(2_000_000)); }');
+    const result = await job.result();
+    expect(result.ok ? 0 : result.error.message.length).toBe(2_000_000);
+    const key = `scriptbox:${queue.name}:${job.id}`;
+    const reason = redis.cli("hget", key, "failedReason");
+    expect(reason).toMatch(/^script: Error: x{100}/);
+    expect(reason.length).toBeLessThan(1_100);
+    expect(redis.cli("hget", key, "stacktrace").length).toBeLessThan(10_000);
+    expect(redis.cli("xrange", `scriptbox:${queue.name}:events`, "-", "+").length).toBeLessThan(100_000);
+  });
+
   it("limit failures (cpu) are script failures: not retried", async () => {
     const { queue, events } = await setup({ sandbox: { limits: { cpuTimeMs: 50 } } });
     const job = await queue.submit("for (;;) {}");
