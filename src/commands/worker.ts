@@ -22,7 +22,6 @@ export interface WorkerCommandOptions extends ConnectionFlags, SandboxFlagValues
  * job can neither add lines of its own to the worker's log nor send terminal escapes.
  */
 function logText(text: string, max: number): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/\s+/g, " ").replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`).slice(0, max);
 }
 
