@@ -31,3 +31,31 @@ export class StackMapper {
     });
   }
 }
+
+/**
+ * The largest source map a prepared script from elsewhere may carry (sandbox.runPrepared,
+ * the script queue). A map is decoded on the embedder's own thread, outside every limit,
+ * when a run fails: measured here, 8 MiB of mappings took 1-4 s to decode. Stack mapping
+ * needs no sourcesContent, so a big bundle's map stays well under this.
+ */
+export const MAX_PREPARED_MAP_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Checks a source map that came from elsewhere before anything runs: a map that is too
+ * big or is not a v3 source map is a TypeError, not a surprise after the script ran (it is
+ * only decoded when a run fails). Returns the parsed map.
+ */
+export function checkPreparedMap(map: string): { version: 3; sources: unknown[]; mappings: string; sourcesContent?: unknown } {
+  if (map.length > MAX_PREPARED_MAP_BYTES) throw new TypeError(`prepared.map is larger than ${MAX_PREPARED_MAP_BYTES} characters (${map.length})`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(map);
+  } catch {
+    throw new TypeError("prepared.map is not a source map (not JSON)");
+  }
+  const object = parsed as Record<string, unknown> | null;
+  if (typeof object !== "object" || object === null || object.version !== 3 || typeof object.mappings !== "string" || !Array.isArray(object.sources)) {
+    throw new TypeError("prepared.map is not a version 3 source map with sources and mappings");
+  }
+  return object as ReturnType<typeof checkPreparedMap>;
+}
