@@ -3,10 +3,14 @@
 // directly, without a guest. The lead's guest benchmark runs beside these against the same
 // server in the same run.
 //
-// The server runs in a worker thread so that on a 2-core machine it does not share the
-// client's event loop. Uses the built host (`npm run build` first; npm run bench does);
-// SCRIPTBOX_DIST=<dir> points at another build.
+// The server runs in a child process by default (issue 12): on a 2-core machine a server
+// that shares the client's process also shares its heap, GC and allocator, which flattered
+// the 8 MiB figure (the client's copies and the server's writes were timed together).
+// `startBenchServer({ where: "thread" })` keeps the older worker-thread server for the
+// same-process figure reported beside it. Uses the built host (`npm run build` first; npm
+// run bench does); SCRIPTBOX_DIST=<dir> points at another build.
 // Standalone: node bench/fetch-host.mjs [requests]
+import { fork } from "node:child_process";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 
@@ -15,10 +19,14 @@ const LARGE_BYTES = 8 * 1024 * 1024;
 /** Unmeasured requests before each measured series, on every side (JIT and connection warm-up). */
 export const WARM_UP_REQUESTS = 200;
 
-if (!isMainThread && workerData?.role === SERVER_ROLE) await serve();
+if (!isMainThread && workerData?.role === SERVER_ROLE) await serve(parentPort);
+else if (process.env.SCRIPTBOX_BENCH_SERVER === SERVER_ROLE && process.send) await serve(process);
 
-/** Worker side: GET /small answers a short JSON body, GET /large 8 MiB of bytes. */
-async function serve() {
+/**
+ * Server side (a worker thread or a child process; `port` is its message channel):
+ * GET /small answers a short JSON body, GET /large 8 MiB of bytes.
+ */
+async function serve(port) {
   const http = await import("node:http");
   const small = Buffer.from(JSON.stringify({ id: "team_0", object: "team", name: "Bench", ok: true }));
   const large = Buffer.alloc(LARGE_BYTES, 0x5a);
@@ -29,29 +37,47 @@ async function serve() {
   });
   server.keepAliveTimeout = 10_000;
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  parentPort.on("message", (message) => {
-    if (message !== "close") return;
+  const close = () => {
     server.closeAllConnections();
-    server.close(() => parentPort.postMessage("closed"));
-  });
-  parentPort.postMessage({ origin: `http://127.0.0.1:${server.address().port}` });
+    server.close(() => {
+      port.postMessage ? port.postMessage("closed") : port.send("closed");
+      if (port === process) process.disconnect();
+    });
+  };
+  port.on("message", (message) => message === "close" && close());
+  // A child whose parent died stops too (its IPC channel closes).
+  if (port === process) process.on("disconnect", () => server.close(() => process.exit(0)));
+  const ready = { origin: `http://127.0.0.1:${server.address().port}` };
+  port.postMessage ? port.postMessage(ready) : port.send(ready);
 }
 
-/** Starts the bench server in a worker thread: { origin, smallUrl, largeUrl, close() }. */
-export async function startBenchServer() {
-  const worker = new Worker(fileURLToPath(import.meta.url), { workerData: { role: SERVER_ROLE } });
+/**
+ * Starts the bench server: { origin, smallUrl, largeUrl, where, close() }. `where`:
+ * "process" (default) a child process, "thread" a worker thread of this process.
+ */
+export async function startBenchServer({ where = "process" } = {}) {
+  const script = fileURLToPath(import.meta.url);
+  const child =
+    where === "thread"
+      ? new Worker(script, { workerData: { role: SERVER_ROLE } })
+      : fork(script, [], { execArgv: [], env: { ...process.env, SCRIPTBOX_BENCH_SERVER: SERVER_ROLE }, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const send = (message) => (where === "thread" ? child.postMessage(message) : child.send(message));
   const { origin } = await new Promise((resolve, reject) => {
-    worker.once("message", resolve);
-    worker.once("error", reject);
+    child.once("message", resolve);
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`bench server exited (${code}) before it listened`)));
   });
   return {
     origin,
+    where,
     smallUrl: `${origin}/small`,
     largeUrl: `${origin}/large`,
     async close() {
-      worker.postMessage("close");
-      await new Promise((resolve) => worker.once("message", resolve));
-      await worker.terminate();
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      send("close");
+      await new Promise((resolve) => child.once("message", resolve));
+      if (where === "thread") await child.terminate();
+      else await exited;
     },
   };
 }
@@ -109,7 +135,7 @@ export async function benchTransportBody(url, runs = 5) {
   return { bytes, ms, megabytesPerSecond: bytes / 1e6 / (ms / 1000) };
 }
 
-if (isMainThread && process.argv[1] === fileURLToPath(import.meta.url)) {
+if (isMainThread && !process.env.SCRIPTBOX_BENCH_SERVER && process.argv[1] === fileURLToPath(import.meta.url)) {
   const n = Number(process.argv[2] ?? 2000);
   const server = await startBenchServer();
   try {

@@ -9,6 +9,7 @@
 //   throughput: 8 sandboxes at once, each awaiting host calls in a loop: calls/s, and the
 //     embedder thread's CPU per call (from the thread's own schedstat clock).
 //   create cost: create + run + dispose with a 50-function module vs without one.
+import { loadavg } from "node:os";
 import { Worker } from "node:worker_threads";
 import { bareEngine } from "./bare-quickjs.mjs";
 import { median, percentile } from "./stats.mjs";
@@ -21,8 +22,9 @@ function check(result) {
   return result.value;
 }
 
+/** Percentiles, and the 1-min load average when they were taken. */
 function summary(times) {
-  return { p50: median(times), p90: percentile(times, 90), p99: percentile(times, 99), n: times.length };
+  return { p50: median(times), p90: percentile(times, 90), p99: percentile(times, 99), n: times.length, load: loadavg()[0] };
 }
 
 /** Per-call times from arrival timestamps (drops the first calls, which warm up). */

@@ -1,8 +1,11 @@
 // The http module's figures (issue 3): guest fetch against a node:http server on
-// 127.0.0.1, beside undici's own fetch called in the host against the same server in the
-// same run (baselines from bench/fetch-host.mjs). Used by bench/run.mjs.
+// 127.0.0.1 in a child process, beside undici's own fetch called in the host against the
+// same server in the same rounds (baselines from bench/fetch-host.mjs). The 8 MiB body is
+// also measured against a server in a worker thread of this process (the older setup,
+// issue 12), in the same rounds. Used by bench/run.mjs.
+import { loadavg } from "node:os";
 import { WARM_UP_REQUESTS, benchHostFetchBaseline, benchHostFetchBody, benchTransport, startBenchServer } from "./fetch-host.mjs";
-import { median } from "./stats.mjs";
+import { median, percentile } from "./stats.mjs";
 
 const distIndex = new URL("../dist/src/index.js", import.meta.url).href;
 
@@ -70,29 +73,87 @@ export async function benchHttp({ quick = false } = {}) {
     }
     await small.dispose();
 
-    // 8 MiB bodies: the sandbox needs room for the body (and its copy) in its wasm memory.
-    const runs = quick ? 2 : 5;
-    const large = await createSandbox({ net: { allow: [host] }, limits: benchLimits({ memoryBytes: 256 * 1024 * 1024 }) });
-    check(await large.run(LARGE_BODY, { input: { url: server.largeUrl, runs: 1 } }), "guest 8 MiB warm-up");
-    const guestMBps = [];
-    const hostMBps = [];
-    const measureGuestBody = async () => {
-      const start = performance.now();
-      const bytes = check(await large.run(LARGE_BODY, { input: { url: server.largeUrl, runs } }), "guest 8 MiB read");
-      guestMBps.push(bytes / 1e6 / ((performance.now() - start) / 1000));
-    };
-    const measureHostBody = async () => hostMBps.push((await benchHostFetchBody(server.largeUrl, runs)).megabytesPerSecond);
-    for (let round = 0; round < rounds; round++) await backToBack(round, measureGuestBody, measureHostBody);
-    await large.dispose();
     const ratios = (ours, theirs) => ours.map((value, i) => value / theirs[i]);
     const spread = (values) => [Math.min(...values), Math.max(...values)];
     const smallRatios = ratios(guestRps, hostRps);
-    const largeRatios = ratios(guestMBps, hostMBps);
     return {
       smallGets: { n, rounds, guest: median(guestRps), host: median(hostRps), transport: median(transportRps), ratio: median(smallRatios), spread: spread(smallRatios), transportRatio: median(ratios(transportRps, hostRps)) },
-      largeBody: { bytes: 8 * 1024 * 1024, runs, rounds, guest: median(guestMBps), host: median(hostMBps), ratio: median(largeRatios), spread: spread(largeRatios) },
+      largeBody: await benchLargeBody(createSandbox, server, { quick }),
     };
   } finally {
     await server.close();
+  }
+}
+
+/**
+ * Percentiles of per-round rates, tail on the slow side (as for latencies, where p99 is the
+ * slow tail): p90 is the rate that 90% of rounds reached or beat, p99 the one 99% did.
+ */
+const pcts = (values) => ({ p50: percentile(values, 50), p90: percentile(values, 10), p99: percentile(values, 1) });
+
+/**
+ * 8 MiB bodies, guest arrayBuffer() vs undici.fetch + arrayBuffer() in the host, against
+ * the child-process server (`separate`) and a worker-thread server (`sameProcess`). Every
+ * round measures all four back to back (guest and host alternating which goes first, the
+ * two servers too), so each per-round ratio compares measurements taken moments apart.
+ * Per-round throughput and ratios: p50/p90/p99 of the rounds, tails on the slow side (with
+ * 20 rounds p99 is the slowest round, p90 the third slowest).
+ */
+async function benchLargeBody(createSandbox, separateServer, { quick }) {
+  const rounds = quick ? 6 : 20;
+  const runs = 3; // reads per measurement: one run of the guest script, one host series
+  const loadStart = loadavg()[0];
+  const threadServer = await startBenchServer({ where: "thread" });
+  try {
+    const setups = [];
+    for (const [name, server] of [["separate", separateServer], ["sameProcess", threadServer]]) {
+      // The sandbox needs room for the body in its wasm memory.
+      const sandbox = await createSandbox({ net: { allow: [new URL(server.origin).host] }, limits: benchLimits({ memoryBytes: 256 * 1024 * 1024 }) });
+      check(await sandbox.run(LARGE_BODY, { input: { url: server.largeUrl, runs: 2 } }), "guest 8 MiB warm-up");
+      await benchHostFetchBody(server.largeUrl, 1); // warm-up
+      const guest = [];
+      const host = [];
+      // CPU of this whole process (every thread) per 8 MiB read: less moved by the load than
+      // wall time. With the thread server it includes the server's CPU on both sides.
+      const guestCpu = [];
+      const hostCpu = [];
+      const cpuMs = (since) => {
+        const { user, system } = process.cpuUsage(since);
+        return (user + system) / 1000 / runs;
+      };
+      const measureGuest = async () => {
+        const cpu = process.cpuUsage();
+        const start = performance.now();
+        const bytes = check(await sandbox.run(LARGE_BODY, { input: { url: server.largeUrl, runs } }), "guest 8 MiB read");
+        guest.push(bytes / 1e6 / ((performance.now() - start) / 1000));
+        guestCpu.push(cpuMs(cpu));
+      };
+      const measureHost = async () => {
+        const cpu = process.cpuUsage();
+        host.push((await benchHostFetchBody(server.largeUrl, runs)).megabytesPerSecond);
+        hostCpu.push(cpuMs(cpu));
+      };
+      setups.push({ name, sandbox, guest, host, guestCpu, hostCpu, measureGuest, measureHost });
+    }
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? setups : [...setups].reverse();
+      for (const setup of order) await backToBack(round, setup.measureGuest, setup.measureHost);
+    }
+    const result = { bytes: 8 * 1024 * 1024, runs, rounds, load: [loadStart, loadavg()[0]] };
+    for (const { name, sandbox, guest, host, guestCpu, hostCpu } of setups) {
+      await sandbox.dispose();
+      const ratios = guest.map((value, i) => value / host[i]);
+      const cpuRatios = guestCpu.map((value, i) => value / hostCpu[i]);
+      result[name] = {
+        guest: pcts(guest),
+        host: pcts(host),
+        ratio: pcts(ratios),
+        spread: [Math.min(...ratios), Math.max(...ratios)],
+        cpu: { guest: median(guestCpu), host: median(hostCpu), ratio: median(cpuRatios) },
+      };
+    }
+    return result;
+  } finally {
+    await threadServer.close();
   }
 }

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
 import { barePlugin, bareCreateAndRun, bareReusedSandbox } from "./bare-quickjs.mjs";
 import { collectGarbage, median, percentile, sample } from "./stats.mjs";
+import { importCost, realmCost } from "./realm.mjs";
 
 const SOURCE = "export default () => 1 + 1";
 const PLUGIN = "let calls = 0; export function onEvent(n) { calls++; return n + 1; }";
@@ -180,6 +181,11 @@ async function limitOvershoot(createSandbox, samples) {
   return { cpuTimeMs, cpuOver, statsWallOver, wallOver };
 }
 
+/** p50/p90/p99 and the sample count of a series. */
+function spread(values) {
+  return { p50: median(values), p90: percentile(values, 90), p99: percentile(values, 99), n: values.length };
+}
+
 function figure(ours, bare, extra = {}) {
   return { ours: median(ours), bare: median(bare), p90: percentile(ours, 90), samples: ours.length, ...extra };
 }
@@ -199,16 +205,22 @@ export async function benchSandbox({ quick = false } = {}) {
   const c = await pluginCalls(createSandbox, quick ? 1000 : 5000);
   const echo = await workerEcho(quick ? 1000 : 5000);
   const limit = await limitOvershoot(createSandbox, 10);
+  await collectGarbage();
+  const realm = await realmCost(quick ? 500 : 2000);
   const d = await residentMemory(quick ? 1 : 3);
+  const imported = await importCost(quick ? 2 : 5);
   return {
     idleCreateRun: figure(a.idle.createRun, bareAlone.createRun, { pauseMs: IDLE_PAUSE_MS }),
     idleCreateRunDispose: figure(a.idle.createRunDispose, bareAlone.createRunDispose, { pauseMs: IDLE_PAUSE_MS }),
     createRun: figure(a.backToBack.createRun, bareAlone.createRun),
     createRunDispose: figure(a.backToBack.createRunDispose, bareAlone.createRunDispose),
     bareLoaded: { createRun: median(a.bare.createRun), createRunDispose: median(a.bare.createRunDispose), samples: a.bare.createRun.length },
-    reusedRun: { ours: median(b.ours), bareFresh: median(b.bareFresh), bareReused: median(b.bareReused), samples: b.ours.length },
+    reusedRun: { ours: median(b.ours), bareFresh: median(b.bareFresh), bareReused: median(b.bareReused), samples: b.ours.length, oursSpread: spread(b.ours), bareFreshSpread: spread(b.bareFresh) },
+    realmBuild: { ours: spread(realm.ours.build), bare: spread(realm.bare.build) },
+    realmCycle: { ours: spread(realm.ours.cycle), bare: spread(realm.bare.cycle) },
+    importRss: { ours: spread(imported.ours), bare: spread(imported.bare) },
     pluginCall: { ours: median(c.ours), bare: median(c.bare), echo: median(echo), p90: percentile(c.ours, 90), samples: c.ours.length },
-    rssPerSandbox: { ours: median(d.ours), bare: median(d.bare), samples: d.ours.length },
+    rssPerSandbox: { ours: median(d.ours), bare: median(d.bare), samples: d.ours.length, oursSpread: spread(d.ours), bareSpread: spread(d.bare) },
     limit: {
       cpuTimeMs: limit.cpuTimeMs,
       cpuOver: median(limit.cpuOver),

@@ -1,11 +1,14 @@
 // Limits on a /dashboard/graphql request, all checked before execution: the query's size,
 // its nesting (scanned before parsing, so graphql-js's recursive parser never overflows
 // the stack), its token count (graphql-js's own maxTokens), and then on the parsed
-// document (before validation, whose overlapping-fields rule is quadratic in aliases) its
-// selection depth and its cost. During execution a time budget bounds what is left.
+// document, before validation: its selection depth, its cost, and the work validation's
+// overlapping-fields rule would do (quadratic in fields sharing a response name and in
+// fragments spread together). During execution a time budget bounds what is left.
 import {
-  GraphQLError, GraphQLList, GraphQLNonNull, GraphQLObjectType, Kind, defaultFieldResolver, getNamedType,
-  type DocumentNode, type FragmentDefinitionNode, type GraphQLFieldResolver, type GraphQLSchema, type GraphQLType, type SelectionSetNode,
+  GraphQLError, GraphQLList, GraphQLNonNull, GraphQLObjectType, Kind, SchemaMetaFieldDef, TypeMetaFieldDef, TypeNameMetaFieldDef,
+  defaultFieldResolver, getNamedType, visit,
+  type ASTNode, type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLField, type GraphQLFieldResolver,
+  type GraphQLSchema, type GraphQLType, type SelectionSetNode,
 } from "graphql";
 
 export const GRAPHQL_LIMITS = {
@@ -20,8 +23,19 @@ export const GRAPHQL_LIMITS = {
   /** Cost: each field 1, and a list field's selections count `listFactor` times. */
   maxCost: 1000,
   listFactor: 10,
-  /** Wall time for executing one request, in milliseconds (the emulator's default; an option). */
-  timeBudgetMs: 2000,
+  /**
+   * Work units of the overlapping-fields validation (an upper estimate: a field pair 3, a
+   * fragment pair 2, a name looked up 1). graphql-js stops that rule itself only at
+   * 500,000 units, which is seconds of blocked event loop; 20,000 is tens of milliseconds.
+   */
+  maxMergeWork: 20_000,
+  /**
+   * Wall time for executing one request, in milliseconds (the emulator's default; an
+   * option). Execution is synchronous: this is how long one request can keep every other
+   * client waiting, so it is "a few hundred milliseconds", far above what any real query of
+   * this schema needs.
+   */
+  timeBudgetMs: 250,
 } as const;
 
 /** A request refused by a limit: a GraphQL error (code in extensions) answered with 400. */
@@ -44,7 +58,9 @@ export function checkQueryText(query: string): void {
       while (i < query.length && query[i] !== "\n" && query[i] !== "\r") i++;
     } else if (c === '"') {
       if (query.startsWith('"""', i)) {
-        const end = query.indexOf('"""', i + 3);
+        // A block string ends at the first `"""` not escaped as `\"""`, as the lexer reads it.
+        let end = query.indexOf('"""', i + 3);
+        while (end > 0 && query[end - 1] === "\\") end = query.indexOf('"""', end + 3);
         i = end < 0 ? query.length : end + 2;
       } else {
         for (i++; i < query.length && query[i] !== '"' && query[i] !== "\n"; i++) if (query[i] === "\\") i++;
@@ -78,13 +94,24 @@ export function checkDocumentCost(schema: GraphQLSchema, document: DocumentNode)
   const inProgress = new Set<string>();
   const over = { cost: GRAPHQL_LIMITS.maxCost + 1, depth: GRAPHQL_LIMITS.maxDepth + 1 };
 
+  // Introspection's meta fields are not in Query's field map: without their real types,
+  // `__schema { types { fields … } }` would be priced as if it had no lists at all.
+  const fieldOf = (parent: GraphQLObjectType | undefined, name: string): GraphQLField<unknown, unknown> | undefined => {
+    if (name === TypeNameMetaFieldDef.name) return TypeNameMetaFieldDef;
+    if (parent && parent === schema.getQueryType()) {
+      if (name === SchemaMetaFieldDef.name) return SchemaMetaFieldDef;
+      if (name === TypeMetaFieldDef.name) return TypeMetaFieldDef;
+    }
+    return parent?.getFields()[name];
+  };
+
   const walk = (selectionSet: SelectionSetNode, parent: GraphQLObjectType | undefined): { cost: number; depth: number } => {
     let cost = 0;
     let depth = 0;
     for (const selection of selectionSet.selections) {
       let part: { cost: number; depth: number };
       if (selection.kind === Kind.FIELD) {
-        const field = parent?.getFields()[selection.name.value];
+        const field = fieldOf(parent, selection.name.value);
         const child = selection.selectionSet
           ? walk(selection.selectionSet, (field ? getNamedType(field.type) : undefined) as GraphQLObjectType | undefined)
           : { cost: 0, depth: 0 };
@@ -127,25 +154,123 @@ export function checkDocumentCost(schema: GraphQLSchema, document: DocumentNode)
   }
 }
 
+/**
+ * Refuses a document on which graphql-js's OverlappingFieldsCanBeMerged rule would work
+ * for long. That rule compares every two fields sharing a response name in a selection
+ * set, through all of their sub-selections, and every two fragments spread together, in
+ * every selection set of the document (unused fragments too, which the cost walk never
+ * sees): 500 `viewer { id }` or 440 one-field fragments are within the cost limit and held
+ * the event loop 1-2 s. This counts the same comparisons, fragments flattened into the
+ * selection sets that spread them (never less than the rule does), and stops counting at
+ * the limit, so its own work is bounded by the limit.
+ */
+export function checkMergeWork(document: DocumentNode): void {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  let work = 0;
+  const spend = (units: number) => {
+    work += units;
+    if (work > GRAPHQL_LIMITS.maxMergeWork) {
+      throw new GraphQLLimitError("QUERY_TOO_COMPLEX", "the query repeats too many fields or fragments in one selection (validating it would take too long); ask for each field once");
+    }
+  };
+
+  // A selection set's fields by response name, inline and named fragments flattened (each
+  // fragment once, which also stops at cycles), and the fragments it spreads.
+  interface Flat { fields: Map<string, FieldNode[]>; fragments: number }
+  const flats = new Map<SelectionSetNode, Flat>();
+  const flatten = (selectionSet: SelectionSetNode): Flat => {
+    const known = flats.get(selectionSet);
+    if (known) return known;
+    const flat: Flat = { fields: new Map(), fragments: 0 };
+    const seen = new Set<string>();
+    const add = (set: SelectionSetNode) => {
+      for (const selection of set.selections) {
+        spend(1);
+        if (selection.kind === Kind.FIELD) {
+          const name = (selection.alias ?? selection.name).value;
+          const same = flat.fields.get(name);
+          if (same) same.push(selection);
+          else flat.fields.set(name, [selection]);
+        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+          add(selection.selectionSet);
+        } else {
+          const fragment = fragments.get(selection.name.value);
+          if (fragment && !seen.has(fragment.name.value)) {
+            seen.add(fragment.name.value);
+            flat.fragments++;
+            add(fragment.selectionSet);
+          }
+        }
+      }
+    };
+    add(selectionSet);
+    flats.set(selectionSet, flat);
+    return flat;
+  };
+  // Sub-selections nest at most maxDepth fields deep, except through a fragment cycle
+  // (`fragment T on __Type { a: ofType { ...T } a: ofType { ...T } }`), which validation
+  // refuses anyway: refused here before the recursion could exhaust the stack.
+  const comparePair = (a: FieldNode, b: FieldNode, depth: number) => {
+    spend(3);
+    if (!a.selectionSet || !b.selectionSet) return;
+    if (depth > GRAPHQL_LIMITS.maxNesting) spend(Number.POSITIVE_INFINITY);
+    compareSets(flatten(a.selectionSet), flatten(b.selectionSet), depth + 1);
+  };
+  const compareSets = (a: Flat, b: Flat, depth: number) => {
+    spend(2 * a.fragments * b.fragments + a.fragments + b.fragments);
+    for (const [name, fields] of a.fields) {
+      spend(1);
+      const others = b.fields.get(name);
+      if (others) for (const field of fields) for (const other of others) comparePair(field, other, depth);
+    }
+  };
+  visit(document, {
+    SelectionSet(selectionSet, _key, parent) {
+      // As the rule: an inline fragment's set is compared as part of its enclosing one.
+      if (parent && "kind" in (parent as ASTNode) && (parent as ASTNode).kind === Kind.INLINE_FRAGMENT) return;
+      const flat = flatten(selectionSet);
+      spend(flat.fragments * flat.fragments);
+      for (const fields of flat.fields.values()) {
+        for (let i = 0; i < fields.length; i++) for (let j = i + 1; j < fields.length; j++) comparePair(fields[i]!, fields[j]!, 0);
+      }
+    },
+  });
+}
+
 /** The execution context's deadline (ms since the epoch, from Date.now()). */
 export interface Deadline {
   deadline: number;
 }
 
+function checkDeadline(context: Deadline): void {
+  if (Date.now() > context.deadline) {
+    throw new GraphQLError("the request ran past its time budget", { extensions: { code: "TIME_BUDGET_EXCEEDED" } });
+  }
+}
+
 /**
  * Wraps every field resolver of `schema` so that a field started after the request's
- * deadline fails with TIME_BUDGET_EXCEEDED. The fields are non-null, so the first such
- * error ends the whole execution (it cannot pile up one error per remaining field).
+ * deadline fails with TIME_BUDGET_EXCEEDED, and checks the deadline before each object is
+ * completed too (graphql-js calls `isTypeOf` there): `__typename` has no resolver of ours,
+ * so `pats { 99 aliases of __typename }` over 5,000 PATs ran past any budget (2-3 s, 6.5 MB)
+ * with no field to stop it. A budget error in a non-null field ends the execution; in a
+ * nullable one (`token`, `revokedAt`) graphql-js records it and goes on, so without the
+ * per-object check every later field of every later PAT failed on its own (544,104 errors,
+ * 93 MB, 120 s over 5,000 PATs); with it, at most one object's fields do.
  */
 export function enforceTimeBudget(schema: GraphQLSchema): void {
   for (const type of Object.values(schema.getTypeMap())) {
     if (!(type instanceof GraphQLObjectType) || type.name.startsWith("__")) continue;
+    const isTypeOf = type.isTypeOf;
+    type.isTypeOf = (source, context: Deadline, info) => {
+      checkDeadline(context);
+      return isTypeOf ? isTypeOf(source, context, info) : true;
+    };
     for (const field of Object.values(type.getFields())) {
       const resolve: GraphQLFieldResolver<unknown, Deadline> = field.resolve ?? defaultFieldResolver;
       field.resolve = (source, args, context, info) => {
-        if (Date.now() > context.deadline) {
-          throw new GraphQLError("the request ran past its time budget", { extensions: { code: "TIME_BUDGET_EXCEEDED" } });
-        }
+        checkDeadline(context);
         return resolve(source, args, context, info);
       };
     }

@@ -28,7 +28,7 @@ export interface EmulatorOptions {
   testClock?: boolean;
   /** Device-flow polling interval in seconds (default 5; fractions allowed for tests). */
   deviceInterval?: number;
-  /** Wall-time budget of one /dashboard/graphql execution in ms (default 2000). */
+  /** Wall-time budget of one /dashboard/graphql execution in ms (default 250). */
   graphqlTimeBudgetMs?: number;
   /** close() lets requests in flight finish for at most this long, then cuts them (default 10000 ms). */
   shutdownGraceMs?: number;

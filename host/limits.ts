@@ -1,6 +1,6 @@
 // Limits: every one has a safe default, is validated where the embedder passes it, and
 // is enforced for real in the worker (see docs/limits.md for how each is enforced).
-import { ENGINE_INITIAL_MEMORY_BYTES } from "./engine/instance.js";
+import { ENGINE_INITIAL_MEMORY_BYTES } from "./engine/initial-memory.js";
 
 export interface Limits {
   /** Cap of the sandbox's wasm memory (QuickJS heap and stack live in it). */

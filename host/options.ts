@@ -27,6 +27,15 @@ export function own(object: Record<string, unknown>, key: string): unknown {
   return Object.hasOwn(object, key) ? object[key] : undefined;
 }
 
+/** A script's name, as stacks show it (default "script.js"). */
+export function checkFilename(filename: unknown): string {
+  if (filename === undefined) return "script.js";
+  if (typeof filename !== "string" || filename === "" || filename.length > 1024 || /[\0\n\r]/.test(filename)) {
+    throw new TypeError("filename must be a non-empty single-line string");
+  }
+  return filename;
+}
+
 /** Names that would be lost as keys of a plain object (it would set the prototype instead). */
 function checkName(name: string, what: string): void {
   if (name === "__proto__") throw new TypeError(`${what} "__proto__" is not allowed: it cannot be carried as a plain key`);

@@ -10,12 +10,13 @@ import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from "
 import { availableParallelism } from "node:os";
 import { performance } from "node:perf_hooks";
 import { compiledEngineModule } from "./engine/wasm-binary.js";
-import type { ActivationRequest, WorkerInit, WorkerMessage, WorkerRequest } from "./protocol.js";
+import { CALL_POLL_MS, type ActivationRequest, type WorkerInit, type WorkerMessage, type WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
 import { WATCHDOG_BYTES, WATCHDOG_FIELDS, WATCHDOG_REASON } from "./worker/guard.js";
 import { ActivationSlots, ACTIVATION_SLOTS_BYTES, NO_SLOT } from "./activation-slots.js";
 import { threadClock, type ThreadClock } from "./thread-cpu.js";
 import { HostCallServer } from "./host-modules/call-server.js";
+import { AdaptivePoll } from "./adaptive-poll.js";
 
 /**
  * How much CPU time past its deadline a guest may spend (in native code that ignores the
@@ -35,13 +36,6 @@ const WATCHDOG_INTERVAL_MS = 20;
  */
 const WORKER_YOUNG_GENERATION_MB = 8;
 const WORKER_STACK_MB = 16;
-/**
- * Plugin calls briefly poll for their reply instead of sleeping until it arrives. Waking
- * an idle embedder thread costs ~100-200 µs on this kind of machine, far more than a call;
- * polling for a reply that comes within microseconds makes the round trip ~10 µs. The
- * poll is bounded and adaptive: only while recent calls answered quickly, at most this long.
- */
-const CALL_SPIN_MAX_MS = 0.2;
 /**
  * A guest entry running longer than this holds up every run queued behind it on its
  * worker: runs that have not started yet may then move to a worker with less queued work
@@ -132,9 +126,8 @@ export class WorkerConnection {
   /** The worker thread's CPU clock once it told its id; wall time until then or off Linux. */
   private clock: ThreadClock = threadClock(null);
   private watched: WatchedEntry | null = null;
-  /** Recent plugin-call round trips (ms, smoothed): polling only pays while they are short. */
-  private recentCallMs = CALL_SPIN_MAX_MS / 2;
-  private readonly callStarts = new Map<number, number>();
+  /** Polls for plugin-call replies while that pays (see CALL_POLL_MS). */
+  private readonly callReplies = new AdaptivePoll(CALL_POLL_MS);
   private readonly pending = new Map<number, Pending>();
   private readonly logListeners = new Map<number, (entry: LogEntry) => void>();
   private readonly disposeListeners = new Map<number, (reason: string) => void>();
@@ -222,20 +215,20 @@ export class WorkerConnection {
       this.pool.watch();
       this.port.postMessage({ id, request });
     });
-    if (request.op === "call") {
-      this.callStarts.set(id, performance.now());
-      if (this.recentCallMs < CALL_SPIN_MAX_MS) this.pollForReply(id);
-    }
+    if (request.op === "call") this.pollForReply(id);
     return promise;
   }
 
-  /** See CALL_SPIN_MAX_MS. Messages taken here go through the usual handler. */
+  /** See CALL_POLL_MS. Messages taken here go through the usual handler. */
   private pollForReply(id: number): void {
-    const until = performance.now() + CALL_SPIN_MAX_MS;
-    while (this.pending.has(id) && performance.now() < until) {
-      const received = receiveMessageOnPort(this.port);
-      if (received) this.onMessage(received.message as WorkerMessage);
-    }
+    this.callReplies.poll(
+      () => {
+        const received = receiveMessageOnPort(this.port);
+        if (received) this.onMessage(received.message as WorkerMessage);
+        return received !== undefined;
+      },
+      () => this.pending.has(id),
+    );
   }
 
   onLog(sandboxId: number, listener: ((entry: LogEntry) => void) | null): void {
@@ -295,11 +288,6 @@ export class WorkerConnection {
     const pending = this.pending.get(message.id);
     if (!pending) return;
     this.settled(message.id, pending);
-    const callStarted = this.callStarts.get(message.id);
-    if (callStarted !== undefined) {
-      this.callStarts.delete(message.id);
-      this.recentCallMs = 0.8 * this.recentCallMs + 0.2 * (performance.now() - callStarted);
-    }
     if (this.pending.size === 0) {
       this.worker.unref();
       this.port.unref();
@@ -366,7 +354,6 @@ export class WorkerConnection {
       if (pending.activation) this.activations--;
       pending.reject(error);
     }
-    this.callStarts.clear();
     this.clock.close();
     this.hostCalls.closeAll();
     this.worker.unref();

@@ -70,3 +70,13 @@ export interface WorkerInit {
   activationSlots: SharedArrayBuffer;
   warmPoolSize: number;
 }
+
+/**
+ * Plugin calls briefly poll for their reply instead of sleeping until it arrives (host/pool.ts),
+ * and the worker for the next call after answering one (host/worker/worker-host.ts). Waking
+ * an idle thread costs ~30-200 µs on this kind of machine, more than a call; polling for a
+ * reply that comes within microseconds makes the round trip ~10 µs. Each poll is bounded (at
+ * most this long) and backs off while it does not pay, as on a loaded machine
+ * (host/adaptive-poll.ts).
+ */
+export const CALL_POLL_MS = 0.2;

@@ -8,10 +8,10 @@
 // the sandbox yet, runs again there; otherwise it ends with kind "evicted".
 import { performance } from "node:perf_hooks";
 import { toCrossable } from "./marshal/crossing-values.js";
-import { own, resolveRunOptions, resolveSandboxConfig, RUN_OPTION_KEYS, type ResolvedRunOptions } from "./options.js";
+import { checkFilename, own, resolveRunOptions, resolveSandboxConfig, RUN_OPTION_KEYS, type ResolvedRunOptions } from "./options.js";
 import { sharedPool, WorkerLostError, type WorkerConnection, type WorkerPool } from "./pool.js";
 import type { ActivationOutcome, ActivationRequest, SandboxConfig } from "./protocol.js";
-import { StackMapper } from "./source-map.js";
+import { checkPreparedMap, StackMapper } from "./source-map.js";
 import { prepareSource, ScriptImportError, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
 import { bundleEntryFile, bundleSource, type NamedModules } from "./bundle/bundle.js";
 import { SandboxDisposedError, ScriptError } from "./errors.js";
@@ -86,13 +86,6 @@ function withoutLibraryFrames(stack: string): string {
     .join("\n");
 }
 
-function checkFilename(filename: unknown): string {
-  if (filename === undefined) return "script.js";
-  if (typeof filename !== "string" || filename === "" || filename.length > 1024 || /[\0\n\r]/.test(filename)) {
-    throw new TypeError("filename must be a non-empty single-line string");
-  }
-  return filename;
-}
 
 /** The worker a sandbox lives in, and its creation there (pipelined: not awaited before the first run). */
 interface Home {
@@ -259,6 +252,7 @@ export class Sandbox {
     this.#assertUsable();
     if (typeof prepared !== "object" || prepared === null || typeof prepared.code !== "string") throw new TypeError("prepared.code must be a string");
     if (prepared.map !== null && typeof prepared.map !== "string") throw new TypeError("prepared.map must be a string or null");
+    if (prepared.map !== null) checkPreparedMap(prepared.map);
     const filename = checkFilename(prepared.filename);
     const runOptions = resolveRunOptions(options, "run options", RUN_OPTION_KEYS.filter((key) => key !== "filename"));
     const input = toCrossable(runOptions.input, "input");

@@ -4,7 +4,9 @@
 //  - TypeScript source is transpiled by esbuild, with a source map so stacks point at
 //    the .ts file's own lines and columns;
 //  - a script file, or source with imports to resolve, is bundled (see bundle/bundle.ts).
-import { transform, type Message } from "esbuild";
+// esbuild (~12 MB resident) is loaded on the first TypeScript source, not when the
+// package is imported: an application that runs JavaScript never pays for it.
+import type { Message } from "esbuild";
 
 export interface PreparedSource {
   code: string;
@@ -47,6 +49,7 @@ function syntaxErrorFrom(error: unknown, fallbackFile: string): never {
 export async function prepareSource(source: string, filename: string): Promise<PreparedSource> {
   if (!isTypeScript(filename)) return { code: source, filename, map: null };
   try {
+    const { transform } = await import("esbuild");
     const result = await transform(source, {
       loader: /x$/i.test(filename) ? "tsx" : "ts",
       format: "esm",

@@ -5,12 +5,13 @@ import formbody from "@fastify/formbody";
 import type { FastifyInstance } from "fastify";
 import {
   GraphQLError, GraphQLID, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLObjectType,
-  GraphQLScalarType, GraphQLSchema, GraphQLString, Kind, execute, parse, validate, type DocumentNode, type GraphQLNullableType,
+  GraphQLScalarType, GraphQLSchema, GraphQLString, Kind, executeSync, getOperationAST, parse, validate,
+  type DocumentNode, type ExecutionResult, type GraphQLNullableType,
 } from "graphql";
 import { SESSION_COOKIE } from "../auth.js";
 import type { EmulatorContext, PluginOptions } from "../context.js";
 import { errorHandler, HttpError } from "../errors.js";
-import { checkDocumentCost, checkQueryText, enforceTimeBudget, GraphQLLimitError, parseOptions, type Deadline } from "../graphqlLimits.js";
+import { checkDocumentCost, checkMergeWork, checkQueryText, enforceTimeBudget, GraphQLLimitError, parseOptions, type Deadline } from "../graphqlLimits.js";
 import { messagePage, signInPage } from "../pages.js";
 import { crossOriginRequest, loginFormToken, loginFormValid, safeReturnTo } from "../signIn.js";
 import { issueSecret, newId } from "../secrets.js";
@@ -149,6 +150,36 @@ export const dashboardSchema = new GraphQLSchema({
 
 enforceTimeBudget(dashboardSchema);
 
+const ROLLBACK = Symbol("rollback");
+
+/**
+ * Runs a mutation in one transaction, and undoes it when the answer has no data. Every
+ * Mutation field is non-null, so one failing field (NOT_FOUND, BAD_USER_INPUT, the time
+ * budget) nulls the whole answer: without the rollback the fields that ran before it
+ * would stay written while the client is told nothing, e.g. a PAT whose token no one
+ * ever sees. The transaction takes the write lock first (waiting for another process on
+ * the same --db file), and the time budget starts once it holds it, so waiting for the
+ * lock cannot run a mutation out of its budget after it wrote.
+ */
+function runMutation(ctx: EmulatorContext, run: () => ExecutionResult): ExecutionResult {
+  let result: ExecutionResult | undefined;
+  try {
+    ctx.store.transaction(() => {
+      result = run();
+      if (result.data == null) throw ROLLBACK;
+    });
+  } catch (error) {
+    if (error !== ROLLBACK) throw error;
+  }
+  return result!;
+}
+
+/** A GraphQL error in the documented shape: `extensions.code` always set (`code` when the error has none). */
+const withCode = (code: string) => (error: GraphQLError) => {
+  const json = error.toJSON();
+  return { ...json, extensions: { code, ...json.extensions } };
+};
+
 /** A parse error or a refused limit as one GraphQL error; anything else is a generic parse failure. */
 function requestError(error: unknown): object {
   if (error instanceof GraphQLLimitError) return { message: error.message, extensions: { code: error.code } };
@@ -188,22 +219,30 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: PluginOptio
         checkQueryText(request.body.query);
         document = parse(request.body.query, parseOptions);
         checkDocumentCost(dashboardSchema, document);
+        checkMergeWork(document);
       } catch (error) {
         return reply.status(400).send({ errors: [requestError(error)] });
       }
       const validationErrors = validate(dashboardSchema, document);
-      if (validationErrors.length > 0) return reply.status(400).send({ errors: validationErrors.map((e) => e.toJSON()) });
-      const result = await execute({
+      if (validationErrors.length > 0) return reply.status(400).send({ errors: validationErrors.map(withCode("GRAPHQL_VALIDATION_FAILED")) });
+      const operation = getOperationAST(document, request.body.operationName ?? undefined);
+      if (operation?.operation === "subscription") {
+        return reply.status(400).send({ errors: [{ message: "subscriptions are not supported", extensions: { code: "BAD_REQUEST" } }] });
+      }
+      const run = () => executeSync({
         schema: dashboardSchema,
         document,
         variableValues: request.body.variables ?? undefined,
         operationName: request.body.operationName ?? undefined,
         contextValue: { ctx, user, deadline: Date.now() + ctx.config.graphqlTimeBudgetMs } satisfies GraphQLContext,
       });
-      if (result.errors?.some((e) => e.extensions.code === "TIME_BUDGET_EXCEEDED")) return reply.status(400).send(result);
+      const result = operation?.operation === "mutation" ? runMutation(ctx, run) : run();
       // GraphQL over HTTP: a request that never reached execution (bad variables, unknown
       // operation) has no `data` and is a 400; execution errors ride along with data.
-      return reply.status("data" in result ? 200 : 400).send(result);
+      const executed = "data" in result;
+      const errors = result.errors?.map(withCode(executed ? "INTERNAL_SERVER_ERROR" : "BAD_REQUEST"));
+      const status = !executed || errors?.some((e) => e.extensions.code === "TIME_BUDGET_EXCEEDED") ? 400 : 200;
+      return reply.status(status).send(errors ? { ...result, errors } : result);
     });
   });
 

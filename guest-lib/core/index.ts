@@ -1,14 +1,14 @@
 // The guest core: the only guest code evaluated in every realm, when the realm is built.
-// A realm is built for every run, so this file stays tiny (QuickJS parses ~0.4 ms per KB):
-// everything else (console, timers, crypto, value marshalling, web classes, fetch, cloud)
+// A realm is built for every run, so this file stays tiny: it arrives as bytecode (no
+// parsing), but what its top level runs (captures, lazy globals, registrations) is paid
+// per run: everything else (console, timers, crypto, value marshalling, web classes, fetch, cloud)
 // is a module that enters the realm when a script first touches one of its globals or
 // imports it.
 //
 // It installs the lazy globals and the hidden `__scriptbox.import` the host's module
 // loader uses to serve `import … from "http"`, and returns the hooks the host calls.
 import bridge from "scriptbox:bridge";
-import * as intrinsics from "./intrinsics.js";
-import { defineProperty, freeze, jsonStringList, jsonStringify, objectKeys } from "./intrinsics.js";
+import { defineProperty, freeze, intrinsicsModule, jsonStringList, jsonStringify, objectKeys } from "./intrinsics.js";
 import { installLazyGlobals } from "./lazy-globals.js";
 import { importPublicModule, registerModule, requireModule, takeUsed } from "./modules.js";
 import type * as Timers from "../timers/index.js";
@@ -19,7 +19,7 @@ const timers = () => requireModule("scriptbox:timers") as typeof Timers;
 const marshal = () => requireModule("scriptbox:marshal") as typeof Marshal;
 
 registerModule("scriptbox:bridge", bridge);
-registerModule("scriptbox:intrinsics", intrinsics);
+registerModule("scriptbox:intrinsics", intrinsicsModule);
 installLazyGlobals(globalThis);
 defineProperty(globalThis, "self", { value: globalThis, writable: true, configurable: true, enumerable: false });
 defineProperty(globalThis, "__scriptbox", {

@@ -2,6 +2,7 @@
 // other guest modules as "scriptbox:intrinsics". Scripts may delete or replace globals
 // (`delete globalThis.Map`, `JSON.stringify = null`); guest modules loaded later still get
 // the originals from here.
+import type * as Self from "./intrinsics.js";
 export const { defineProperty, getPrototypeOf, setPrototypeOf, create: objectCreate, keys: objectKeys, freeze, is: objectIs } = Object;
 export const ObjectPrototype = Object.prototype;
 export const isArray = Array.isArray;
@@ -57,3 +58,51 @@ export function defineData(target: object, key: PropertyKey, value: unknown): vo
   // would find (and call) accessors a script put on Object.prototype.
   defineProperty(target, key, { __proto__: null, value, writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
 }
+
+/**
+ * What other guest modules get from "scriptbox:intrinsics": one plain object. The core
+ * registers this rather than an `import * as` namespace, which esbuild builds with a
+ * getter function per name: ~40 closures in every realm, and a realm is built per run.
+ */
+export const intrinsicsModule: Omit<typeof Self, "intrinsicsModule"> = freeze({
+  defineProperty,
+  getPrototypeOf,
+  setPrototypeOf,
+  objectCreate,
+  objectKeys,
+  freeze,
+  objectIs,
+  ObjectPrototype,
+  isArray,
+  ArrayBufferCtor,
+  isArrayBufferView,
+  Uint8ArrayCtor,
+  DateCtor,
+  ErrorCtor,
+  TypeErrorCtor,
+  MapCtor,
+  jsonStringify,
+  jsonParse,
+  StringCtor,
+  NumberCtor,
+  isFinite,
+  PromiseCtor,
+  promiseResolve,
+  promiseThen,
+  reflectApply,
+  uncurry,
+  dateToISOString,
+  dateGetTime,
+  arrayBufferSlice,
+  stringSlice,
+  hasOwn,
+  mapGet,
+  mapSet,
+  mapHas,
+  mapDelete,
+  mapClear,
+  mapKeys,
+  mapIteratorNext,
+  jsonStringList,
+  defineData,
+});

@@ -10,18 +10,19 @@ declare const __SCRIPTBOX_LAZY_GLOBALS__: Record<string, string>;
 
 export function installLazyGlobals(global: typeof globalThis): void {
   const table = __SCRIPTBOX_LAZY_GLOBALS__;
+  // One settle for all globals (a realm is built per run: two closures per global, not three).
+  const settle = (name: string, value: unknown) => {
+    // Prototype-free descriptor: a script may have put "get"/"set" on Object.prototype.
+    defineProperty(global, name, { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
+    return value;
+  };
   for (const name in table) {
     const moduleName = `scriptbox:${table[name]}`;
-    const settle = (value: unknown) => {
-      // Prototype-free descriptor: a script may have put "get"/"set" on Object.prototype.
-      defineProperty(global, name, { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
-      return value;
-    };
     defineProperty(global, name, {
       configurable: true,
       enumerable: false,
-      get: () => settle((requireModule(moduleName) as Record<string, unknown>)[name]),
-      set: (value: unknown) => void settle(value),
+      get: () => settle(name, (requireModule(moduleName) as Record<string, unknown>)[name]),
+      set: (value: unknown) => void settle(name, value),
     });
   }
 }

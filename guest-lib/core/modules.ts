@@ -3,7 +3,7 @@
 // (bridge.loadModule) and we call it with this require, so sibling modules share one
 // instance of every class.
 import bridge from "scriptbox:bridge";
-import { MapCtor, TypeErrorCtor, defineProperty, mapClear, mapDelete, mapGet, mapHas, mapIteratorNext, mapKeys, mapSet, stringSlice, defineData } from "./intrinsics.js";
+import { MapCtor, TypeErrorCtor, defineProperty, hasOwn, mapClear, mapDelete, mapGet, mapHas, mapIteratorNext, mapKeys, mapSet, stringSlice, defineData } from "./intrinsics.js";
 
 // What a guest module's top-level code (and esbuild's module prelude) relies on, captured
 // before any script runs. A script may have replaced or deleted these by the time a module
@@ -16,8 +16,14 @@ const setPrototype = Object.setPrototypeOf;
 // (where a script may have put a "get" accessor). Everything here is prototype-free.
 const holders: object[] = [];
 const keysOf: PropertyKey[] = [];
-/** undefined: the property must be absent (a descriptor key a script put on Object.prototype). */
-const originals: (PropertyDescriptor | undefined)[] = [];
+/**
+ * The original values: every captured builtin is a data property with the attributes the
+ * spec gives built-in methods and constructors (writable, configurable, not enumerable),
+ * so the value is all there is to keep (no descriptor object per builtin in every realm).
+ * ABSENT: the property must be absent (a descriptor key a script put on Object.prototype).
+ */
+const originals: unknown[] = [];
+const ABSENT: object = setPrototype({}, null);
 
 /** A property's own descriptor, copied into a prototype-free object (or undefined). */
 function ownDescriptor(holder: object, key: PropertyKey): PropertyDescriptor | undefined {
@@ -26,13 +32,16 @@ function ownDescriptor(holder: object, key: PropertyKey): PropertyDescriptor | u
   return descriptor;
 }
 
+// Runs only while the core itself is evaluated, when the realm is built and no script has
+// run yet: the builtins are still the engine's own, so plain pushes are safe here (and
+// cheaper than defineData, which matters in a realm built for every run).
 const capture = (holder: object, keys: string | PropertyKey[]) => {
   const names = typeof keys === "string" ? keys.split(" ") : keys;
   for (let i = 0; i < names.length; i++) {
-    const index = holders.length;
-    defineData(holders, index, holder);
-    defineData(keysOf, index, names[i]!);
-    defineData(originals, index, ownDescriptor(holder, names[i]!));
+    holders.push(holder);
+    keysOf.push(names[i]!);
+    const key = names[i]!;
+    originals.push(hasOwn(holder, key) ? (holder as Record<PropertyKey, unknown>)[key] : ABSENT);
   }
 };
 capture(
@@ -58,12 +67,12 @@ function withPristineBuiltins<T>(run: () => T): T {
   for (let i = 0; i < holders.length; i++) {
     const original = originals[i];
     const current = ownDescriptor(holders[i]!, keysOf[i]!);
-    if (original === undefined ? current === undefined : current !== undefined && current.value === original.value && current.get === original.get) continue;
+    if (original === ABSENT ? current === undefined : current !== undefined && current.value === original && current.get === undefined) continue;
     const at = changedAt.length;
     defineData(changedAt, at, i);
     defineData(previous, at, current);
-    if (original === undefined) deleteProperty(holders[i]!, keysOf[i]!);
-    else defineProperty(holders[i]!, keysOf[i]!, original);
+    if (original === ABSENT) deleteProperty(holders[i]!, keysOf[i]!);
+    else defineProperty(holders[i]!, keysOf[i]!, { __proto__: null, value: original, writable: true, enumerable: false, configurable: true } as PropertyDescriptor);
   }
   try {
     return run();

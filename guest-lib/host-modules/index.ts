@@ -44,15 +44,25 @@ function build(members: Record<string, ShapeNode>, values: unknown[], path: stri
   return freeze(out);
 }
 
-/** Arguments as [json, buffers]; plain primitives skip the marshal module. */
+/**
+ * Arguments as [json, buffers]; plain primitives skip the marshal module, and their JSON
+ * is written here (for QuickJS a generic JSON.stringify of the array costs several times
+ * the concatenation; a number's or boolean's text is the same either way).
+ */
 function encodeArguments(args: unknown[], label: string): [string, ArrayBuffer[]] {
-  let simple = true;
-  for (let i = 0; i < args.length && simple; i++) {
+  let json = "[";
+  for (let i = 0; i < args.length; i++) {
     const arg = args[i];
     const type = typeof arg;
-    simple = type === "string" || type === "boolean" || arg === null || (type === "number" && isFinite(arg as number) && !objectIs(arg, -0));
+    if (type === "number" && isFinite(arg as number) && !objectIs(arg, -0)) json += (i === 0 ? "" : ",") + (arg as number);
+    else if (type === "string") json += (i === 0 ? "" : ",") + (jsonStringify(arg) as string);
+    else if (type === "boolean" || arg === null) json += (i === 0 ? "" : ",") + (arg as boolean | null);
+    else return encodeWithMarshal(args, label);
   }
-  if (simple) return [jsonStringify(args) as string, NO_BUFFERS];
+  return [json + "]", NO_BUFFERS];
+}
+
+function encodeWithMarshal(args: unknown[], label: string): [string, ArrayBuffer[]] {
   const { serialize } = marshal();
   try {
     return serialize(args, "\u0000args");
@@ -74,8 +84,14 @@ function encodeArguments(args: unknown[], label: string): [string, ArrayBuffer[]
   }
 }
 
-function decodeResult(json: string, buffers: ArrayBuffer[]): unknown {
-  return buffers.length === 0 && json.length < 64 && json.indexOf("$sbx") === -1 ? jsonParse(json) : marshal().deserialize(json, buffers);
+/** A result's JSON and buffers (none: undefined); small plain ones skip the marshal module. */
+function decodeResult(json: string, buffers: ArrayBuffer[] | undefined): unknown {
+  if (buffers !== undefined && buffers.length !== 0) return marshal().deserialize(json, buffers);
+  // The host's JSON.stringify writes a number as its shortest text, which `+` reads back exactly.
+  const first = json.charCodeAt(0);
+  if ((first >= 48 && first <= 57) || first === 45) return +json;
+  if (json.length < 64 && json.indexOf("$sbx") === -1) return jsonParse(json);
+  return marshal().deserialize(json, NO_BUFFERS);
 }
 
 function hostError(name: string, message: string, code: string | number | undefined): Error {
@@ -118,7 +134,7 @@ function asyncFunction(id: number, name: string, label: string): (...args: unkno
             return reject(error);
           }
           try {
-            resolve(decodeResult(a, b as ArrayBuffer[]));
+            resolve(decodeResult(a, b as ArrayBuffer[] | undefined));
           } catch (error) {
             reject(error);
           }

@@ -92,13 +92,30 @@ function consume<T>(target: unknown, read: (state: BodyState) => T): Promise<T> 
   if (state.used) return promiseReject(new TypeErrorCtor("Body has already been used"));
   const signal = state.signal;
   if (signal && signal.aborted) return promiseReject(signal.reason);
-  if (state.data !== null) state.used = true;
+  if (state.data === null) {
+    try {
+      return promiseResolve(read(state));
+    } catch (error) {
+      return promiseReject(error);
+    }
+  }
+  state.used = true;
   try {
-    return promiseResolve(read(state));
+    const value = read(state);
+    // The bytes are the script's now (or were decoded): the state lets go of them at once.
+    // A Response's state sits in a reference cycle (its lazy headers getter), which QuickJS
+    // frees only in a cycle collection, and a fetched body's bytes live in a block QuickJS
+    // does not count towards that collection's trigger: kept here, a loop of large reads
+    // filled the heap (issue 12). Empty, not null: a used body stays a body (Request).
+    state.data = CONSUMED;
+    return promiseResolve(value);
   } catch (error) {
     return promiseReject(error);
   }
 }
+
+/** What a used body's state holds instead of its bytes. */
+const CONSUMED = new Uint8ArrayCtor(0);
 
 function mimeTypeOf(state: BodyState): string {
   const mime = extractMimeType(state.headers.get("content-type"));

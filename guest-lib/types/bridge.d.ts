@@ -108,7 +108,7 @@ export interface Bridge {
    * `onSettle(true, json, buffers)` or `onSettle(false, name, message, code)` runs once,
    * unless the run ends first.
    */
-  hostCall(id: number, json: string, buffers: ArrayBuffer[] | undefined, onSettle: (ok: boolean, a: string, b: ArrayBuffer[] | string, code?: string | number) => void): void;
+  hostCall(id: number, json: string, buffers: ArrayBuffer[] | undefined, onSettle: (ok: boolean, a: string, b: ArrayBuffer[] | string | undefined, code?: string | number) => void): void;
   /**
    * Calls synchronous host function `id`: the result's JSON text when it has no bytes,
    * else [true, json, buffers]; or [false, name, message, code] when the function threw.

@@ -3,7 +3,8 @@
 // npm packages it imports, built by esbuild on the embedder's thread. Used by
 // sandbox.runFile (and so `scriptbox run`), by sandbox.run/load with resolveDir or
 // modules, and by the queue's submit. Results are cached by content (see bundle-cache.ts).
-import { build, version as esbuildVersion, type BuildFailure, type BuildOptions, type Message } from "esbuild";
+// esbuild is loaded when a script is first bundled, not at import (see transpile.ts).
+import type { BuildFailure, BuildOptions, Message } from "esbuild";
 import { realpathSync, existsSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { ScriptImportError, ScriptSyntaxError, isTypeScript, locationOf, type PreparedSource } from "../transpile.js";
@@ -55,8 +56,9 @@ function commonOptions(): BuildOptions {
   };
 }
 
-function keyOf(parts: unknown): string {
-  return sha256(JSON.stringify({ format: FORMAT, esbuild: esbuildVersion, cwd: process.cwd(), parts }));
+async function keyOf(parts: unknown): Promise<string> {
+  const { version } = await import("esbuild");
+  return sha256(JSON.stringify({ format: FORMAT, esbuild: version, cwd: process.cwd(), parts }));
 }
 
 /** The nearest node_modules/.cache/scriptbox above `dir`, or null when the script has no node_modules. */
@@ -82,6 +84,7 @@ async function bundle(options: BuildOptions, root: string, modules: NamedModules
   const watched = new Set<string>();
   let result;
   try {
+    const { build } = await import("esbuild");
     result = await build({
       ...commonOptions(),
       ...options,
@@ -112,7 +115,7 @@ export async function bundleEntryFile(path: string, hostModules: readonly string
   const root = dirname(entry);
   const filename = relative(process.cwd(), entry) || entry;
   const names = [...hostModules].sort();
-  const key = keyOf(names.length > 0 ? { entry, hostModules: names } : { entry });
+  const key = await keyOf(names.length > 0 ? { entry, hostModules: names } : { entry });
   return bundle({ entryPoints: [entry] }, root, {}, true, names, filename, key, diskCacheDir(root));
 }
 
@@ -131,7 +134,7 @@ export async function bundleSource(source: string, options: SourceBundleOptions)
     }
   }
   const hostModules = [...(options.hostModules ?? [])].sort();
-  const key = keyOf({ source, filename: options.filename, root: options.resolveDir === undefined ? null : root, modules, hostModules });
+  const key = await keyOf({ source, filename: options.filename, root: options.resolveDir === undefined ? null : root, modules, hostModules });
   return bundle(
     { stdin: { contents: source, sourcefile: options.filename, resolveDir: root, loader: isTypeScript(options.filename) ? "ts" : "js" } },
     root,

@@ -7,16 +7,18 @@ import { newQuickJSWASMModuleFromVariant, newVariant } from "quickjs-emscripten-
 import type { QuickJSSyncVariant, QuickJSWASMModule } from "quickjs-emscripten-core";
 import * as releaseVariantModule from "@jitl/quickjs-wasmfile-release-sync";
 import { TABLE_EXPORT_NAME, compiledEngineModule, type EngineVariantName } from "./wasm-binary.js";
+import { bytecodeFunctions, type BytecodeFunctions } from "./bytecode.js";
 
 const WASM_PAGE = 65536;
-/** The emscripten build asks for 16 MiB of initial memory; a cap below that cannot work. */
-export const ENGINE_INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
+import { ENGINE_INITIAL_MEMORY_BYTES } from "./initial-memory.js";
 
 export interface EngineInstance {
   readonly module: QuickJSWASMModule;
   readonly memory: WebAssembly.Memory;
   readonly table: WebAssembly.Table;
   readonly memoryLimitBytes: number;
+  /** Loads guest library code as bytecode (bytecode.ts); null when this engine build cannot. */
+  readonly bytecode: BytecodeFunctions | null;
 }
 
 /** The variant packages ship CommonJS typings for an ES module: take the default export either way. */
@@ -39,6 +41,7 @@ export async function createEngineInstance(memoryLimitBytes: number, variantName
   const memory = new WebAssembly.Memory({ initial: ENGINE_INITIAL_MEMORY_BYTES / WASM_PAGE, maximum: maximumPages });
   const compiled = compiledEngineModule(variantName);
   let table: WebAssembly.Table | undefined;
+  let instantiated: WebAssembly.Instance | undefined;
   const variant = newVariant(await loadVariant(variantName), {
     wasmMemory: memory,
     emscriptenModule: {
@@ -47,12 +50,14 @@ export async function createEngineInstance(memoryLimitBytes: number, variantName
       instantiateWasm(imports: WebAssembly.Imports, receiveInstance: (instance: WebAssembly.Instance, module: WebAssembly.Module) => void) {
         const instance = new WebAssembly.Instance(compiled, imports);
         table = instance.exports[TABLE_EXPORT_NAME] as WebAssembly.Table;
+        instantiated = instance;
         receiveInstance(instance, compiled);
         return instance.exports;
       },
     } as never,
   });
   const module = await newQuickJSWASMModuleFromVariant(variant);
-  if (!table) throw new Error("engine: the patched wasm did not export its function table");
-  return { module, memory, table, memoryLimitBytes: maximumPages * WASM_PAGE };
+  if (!table || !instantiated) throw new Error("engine: the patched wasm did not export its function table");
+  const bytecode = bytecodeFunctions(instantiated, compiled, module);
+  return { module, memory, table, memoryLimitBytes: maximumPages * WASM_PAGE, bytecode };
 }

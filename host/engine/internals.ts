@@ -10,6 +10,7 @@ interface EmscriptenHeap {
 interface FfiSubset {
   QTS_DupValuePointer(ctx: number, value: number): number;
   QTS_FreeValuePointer(ctx: number, value: number): void;
+  QTS_ResolveException(ctx: number, value: number): number;
 }
 
 export function moduleHeap(module: QuickJSWASMModule): EmscriptenHeap {
@@ -35,8 +36,26 @@ function contextFfi(context: QuickJSContext): FfiSubset {
  */
 export function dupValueAt(context: QuickJSContext, valuePointer: number): QuickJSHandle {
   const ownedPointer = contextFfi(context).QTS_DupValuePointer(contextPointer(context), valuePointer);
+  return heapValueHandle(context, ownedPointer);
+}
+
+function heapValueHandle(context: QuickJSContext, ownedPointer: number): QuickJSHandle {
   const memory = (context as unknown as { memory: { heapValueHandle(ptr: number): QuickJSHandle } }).memory;
   return memory.heapValueHandle(ownedPointer);
+}
+
+/**
+ * An owned JSValue* returned by a function of the engine, as a handle; when it holds
+ * JS_EXCEPTION, the pending exception instead (what quickjs-emscripten's own calls do).
+ */
+export function wrapValuePointer(context: QuickJSContext, ownedPointer: number): { value: QuickJSHandle; error?: undefined } | { error: QuickJSHandle } {
+  const ffi = contextFfi(context);
+  const errorPointer = ffi.QTS_ResolveException(contextPointer(context), ownedPointer);
+  if (errorPointer) {
+    ffi.QTS_FreeValuePointer(contextPointer(context), ownedPointer);
+    return { error: heapValueHandle(context, errorPointer) };
+  }
+  return { value: heapValueHandle(context, ownedPointer) };
 }
 
 /** Address of the JSValue a handle points to (handles wrap JSValue* pointers). */

@@ -19,7 +19,14 @@
 // a small NFA per candidate start (the states are (pattern index, text position)); start
 // positions are filtered with a table of the bytes that can begin a unit for the pattern's
 // first element, so plain text costs one table lookup per byte.
-import { DecodingMode, EntityDecoder, htmlDecodeTree } from "entities/decode";
+import { createRequire } from "node:module";
+import type * as Entities from "entities/decode";
+
+// The HTML entity tables (entities/decode) are loaded at the first named reference a scan
+// meets, not when the package is imported.
+const require = createRequire(import.meta.url);
+let entities: typeof Entities | undefined;
+const entityLibrary = (): typeof Entities => (entities ??= require("entities/decode") as typeof Entities);
 
 export interface EchoPattern {
   /** Allowed code points per position. */
@@ -416,6 +423,7 @@ function referenceAt(codes: ArrayLike<number>, p: number, out: Unit[]): void {
   let text = "";
   for (let q = p; q < codes.length && q < p + MAX_REFERENCE; q++) text += String.fromCharCode(codes[q]!);
   const decoded: number[] = [];
+  const { EntityDecoder, htmlDecodeTree, DecodingMode } = entityLibrary();
   const decoder = new EntityDecoder(htmlDecodeTree, (code) => decoded.push(code));
   decoder.startEntity(DecodingMode.Legacy);
   let consumed = decoder.write(text, 1);

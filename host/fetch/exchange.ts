@@ -3,6 +3,12 @@
 // Content-Length before reading and on every chunk, so nothing past the limit is kept: the
 // request is aborted (its socket destroyed) the moment the limit is passed. Cancellation
 // does the same at any point.
+//
+// Where the body goes: a body with a Content-Length and no content coding is written, chunk
+// by chunk as undici hands them over, into one place of its final size: the caller's
+// BodyTarget when it gives one (the sandbox's: a block in the guest's heap, so the socket's
+// bytes are copied once on their way into the guest), else one host buffer. Other bodies
+// are collected as chunks and joined at the end.
 import type { Dispatcher } from "undici";
 import { BodyDecoder, parseContentCodings } from "./contentDecoding.js";
 import type { Cancellation } from "./cancellation.js";
@@ -21,6 +27,23 @@ export interface ExchangeRequest {
   strictCodings: boolean;
   /** Decides from the status and headers whether the body is wanted; an unwanted body is drained a little, then dropped. */
   wantsBody(status: number, headers: readonly [string, string][]): boolean;
+  /**
+   * Where a wanted body of a declared length (> 0, no content coding) is written instead of
+   * a host buffer; asked once, after the limit accepted that length. null: a host buffer.
+   */
+  bodyTarget?: ((length: number) => BodyTarget | null) | null;
+}
+
+/**
+ * A place of a fixed length that a body is written into as it arrives. The exchange writes
+ * each byte once, in order, never past `length`; it releases the target when the exchange
+ * fails or is cancelled, and otherwise hands it over (Exchange.placed) whole.
+ */
+export interface BodyTarget {
+  readonly length: number;
+  write(chunk: Uint8Array, offset: number): void;
+  /** Frees what the target holds; calling it again does nothing. */
+  release(): void;
 }
 
 /** Checks a body size (declared by Content-Length, or read so far); returns the refusal, if any. */
@@ -30,8 +53,10 @@ export interface Exchange {
   status: number;
   statusText: string;
   headers: [string, string][];
-  /** Empty for null-body statuses, HEAD, and bodies that were not wanted. */
+  /** Empty for null-body statuses, HEAD, and bodies that were not wanted; empty too when `placed` holds the body. */
   body: Uint8Array;
+  /** The body, written whole into the request's bodyTarget (null: the body is `body`). */
+  placed: BodyTarget | null;
 }
 
 /** How much of an unwanted body (a redirect's) is read to keep the connection; past this it is closed. */
@@ -80,6 +105,7 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
   #total = 0; // body bytes kept (decoded)
   #chunks: Buffer[] = [];
   #preallocated: Buffer | null = null;
+  #target: BodyTarget | null = null;
   #decoder: BodyDecoder | null = null;
 
   constructor(
@@ -136,8 +162,10 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
         (chunk) => this.#keep(chunk),
         (error) => this.fail(Object.assign(new Error(`cannot decode the response body: ${error.message}`), { cause: error })),
       );
-    } else if (declared !== null && declared > 0 && declared <= MAX_PREALLOCATION) {
-      this.#preallocated = ownedBuffer(declared); // only the written part is ever returned
+    } else if (declared !== null && declared > 0) {
+      this.#target = this.#request.bodyTarget?.(declared) ?? null;
+      // Only the written part of a host buffer is ever returned.
+      if (!this.#target && declared <= MAX_PREALLOCATION) this.#preallocated = ownedBuffer(declared);
     }
   }
 
@@ -167,6 +195,10 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
     if (!this.#wanted) return this.#finish(EMPTY_BYTES);
     if (this.#decoder) {
       this.#decoder.end().then(() => this.#finish(this.#collect()));
+    } else if (this.#target) {
+      // undici ends a response only after Content-Length bytes; anything else is no body we hand over.
+      if (this.#total !== this.#target.length) return this.fail(networkError("the response body is shorter than its Content-Length"));
+      this.#finish(EMPTY_BYTES, this.#target);
     } else {
       this.#finish(this.#collect());
     }
@@ -183,6 +215,8 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
     this.#decoder?.destroy();
     this.#chunks = [];
     this.#preallocated = null;
+    this.#target?.release();
+    this.#target = null;
     const controller = this.#controller;
     if (controller && !controller.aborted) controller.abort(error); // destroys the socket
     this.#reject(error);
@@ -193,6 +227,18 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
     const total = this.#total + chunk.length;
     const refusal = this.#limit(total, false);
     if (refusal) return this.fail(refusal);
+    if (this.#target) {
+      // undici stops at Content-Length; a target is never written past its length.
+      if (total > this.#target.length) return this.fail(networkError("the response body is longer than its Content-Length"));
+      try {
+        this.#target.write(chunk, this.#total);
+      } catch (error) {
+        // The target went away (its sandbox ended) or refused the bytes: the fetch fails.
+        return this.fail(networkError(`cannot keep the response body: ${(error as Error).message}`, error));
+      }
+      this.#total = total;
+      return;
+    }
     const target = this.#preallocated;
     if (target && total <= target.length) {
       chunk.copy(target, this.#total);
@@ -213,10 +259,11 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
     return concatOwned(this.#chunks, this.#total);
   }
 
-  #finish(body: Uint8Array): void {
+  #finish(body: Uint8Array, placed: BodyTarget | null = null): void {
     if (this.#settled) return;
     this.#settled = true;
     this.#unsubscribe();
-    this.#resolve({ status: this.#status, statusText: this.#statusText, headers: this.#headers, body });
+    this.#target = null; // handed over (or never made)
+    this.#resolve({ status: this.#status, statusText: this.#statusText, headers: this.#headers, body, placed });
   }
 }

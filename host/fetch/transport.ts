@@ -13,7 +13,8 @@
 // per hop (at most 20 redirects, followed here): check the network policy and the secret
 // rules, plan the substitution and check maxRequestHeaderBytes before expanding anything,
 // resolve the name once, connect to the checked address, read the body under
-// maxResponseBytes and the caller's memory budget. The secrets a hop sends are "carried"
+// maxResponseBytes and the caller's memory budget (into the caller's body target, when it
+// gives one and the hop carried no secret; else into a host buffer). The secrets a hop sends are "carried"
 // by the fetch from then on: what servers answer after that (the final response, and
 // every redirect target they chose) is redacted for those secrets, and nothing else is
 // (docs/network.md "Threat model").
@@ -22,7 +23,7 @@ import type { TransportResponseRecord } from "../../guest-lib/types/bridge.js";
 import { NetworkPolicy, type CheckedTarget } from "../net/policy.js";
 import type { HostResolver } from "../net/resolver.js";
 import { Cancellation, untilCancelled } from "./cancellation.js";
-import { exchange, type BodyLimit, type Exchange } from "./exchange.js";
+import { exchange, type BodyLimit, type BodyTarget, type Exchange } from "./exchange.js";
 import { ConcurrencyGate, resolveFetchLimits, type FetchLimits } from "./limits.js";
 import { MAX_REDIRECTS, isRedirectStatus, locationUrl, redirectHop, type Hop } from "./redirect.js";
 import { validateRequest, type TransportRequest } from "./requestRecord.js";
@@ -32,6 +33,7 @@ import { sharedDispatcher } from "./sharedDispatcher.js";
 import { TransportError, asTransportError, limitError, networkError } from "./transportError.js";
 
 export type { FetchLimits } from "./limits.js";
+export type { BodyTarget } from "./exchange.js";
 export type { SecretSpec } from "./secrets.js";
 export type { TransportRequest } from "./requestRecord.js";
 export { TransportError } from "./transportError.js";
@@ -72,12 +74,22 @@ export interface TransportFetchOptions {
    * counter (reset by beginRun) is used.
    */
   counter?: { fetches: number };
+  /**
+   * Where the final response's body may be written as it arrives, instead of a host buffer
+   * (the sandbox passes blocks of the guest's heap): asked once per body that has a
+   * Content-Length, no content coding, and a length the limits accepted (maxResponseBytes,
+   * responseBodyFits). Never asked for a hop that carried a secret: those bodies are
+   * scanned and redacted on the host (docs/network.md). null: a host buffer.
+   */
+  bodyTarget?: (length: number) => BodyTarget | null;
 }
 
 export interface TransportResult {
   response: TransportResponseRecord;
-  /** The body bytes (possibly a view into a larger buffer: copy from byteOffset). */
+  /** The body bytes (possibly a view into a larger buffer: copy from byteOffset); empty when `placed` holds them. */
   body: Uint8Array;
+  /** The body, written whole into a target from options.bodyTarget; the caller owns it now (release or use it). */
+  placed: BodyTarget | null;
 }
 
 const CONNECT_FAILURES = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "EAFNOSUPPORT", "UND_ERR_CONNECT_TIMEOUT"]);
@@ -151,7 +163,7 @@ export class SandboxFetchTransport {
           timeoutMs,
         );
       }
-      return await this.#follow(hop, redirect, cancellation, this.#bodyLimit(responseBodyBudget, responseBodyFits));
+      return await this.#follow(hop, redirect, cancellation, this.#bodyLimit(responseBodyBudget, responseBodyFits), options.bodyTarget ?? null);
     } catch (error) {
       // Never redacted as a whole: a message may quote what the guest built, and redacting
       // that would tell the guest whether it equals a secret. Server text that may echo a
@@ -165,7 +177,13 @@ export class SandboxFetchTransport {
     }
   }
 
-  async #follow(first: Hop, mode: "follow" | "manual" | "error", cancellation: Cancellation, limit: BodyLimit): Promise<TransportResult> {
+  async #follow(
+    first: Hop,
+    mode: "follow" | "manual" | "error",
+    cancellation: Cancellation,
+    limit: BodyLimit,
+    bodyTarget: ((length: number) => BodyTarget | null) | null,
+  ): Promise<TransportResult> {
     let hop = first;
     const carried = new Set<Secret>();
     // The hop's URL was chosen by a server that had been sent a secret (a redirect after a hop that carried one).
@@ -174,12 +192,17 @@ export class SandboxFetchTransport {
     const wantsBody = (status: number, headers: readonly [string, string][]) =>
       !isRedirectStatus(status) || mode === "manual" || (mode === "follow" && !headers.some(([n]) => n.toLowerCase() === "location"));
     for (let redirects = 0; ; redirects++) {
-      const result = await this.#send(hop, carried, serverChosen, cancellation, limit, wantsBody);
+      const result = await this.#send(hop, carried, serverChosen, cancellation, limit, wantsBody, bodyTarget);
       if (isRedirectStatus(result.status) && mode !== "manual") {
         // Fetch 4.3 "HTTP fetch" step 9 (mode "error"), 4.4 "HTTP-redirect fetch" (mode "follow").
-        if (mode === "error") throw networkError(`the server redirected (${result.status}) and the request's redirect mode is "error"`);
+        // (wantsBody leaves the bodies of these responses unread, so nothing was placed.)
+        if (mode === "error") {
+          result.placed?.release();
+          throw networkError(`the server redirected (${result.status}) and the request's redirect mode is "error"`);
+        }
         const location = locationUrl(result.headers, hop.url, (text) => this.#secrets.redactText(text, carried));
         if (location) {
+          result.placed?.release();
           if (redirects === MAX_REDIRECTS) throw networkError(`too many redirects (more than ${MAX_REDIRECTS})`);
           hop = redirectHop(hop, result.status, location);
           serverChosen = carried.size > 0;
@@ -201,6 +224,7 @@ export class SandboxFetchTransport {
     cancellation: Cancellation,
     limit: BodyLimit,
     wantsBody: (status: number, headers: readonly [string, string][]) => boolean,
+    bodyTarget: ((length: number) => BodyTarget | null) | null,
   ): Promise<Exchange> {
     const url = hop.url;
     const secrets = this.#secrets;
@@ -243,6 +267,8 @@ export class SandboxFetchTransport {
       body: hop.body ? asBuffer(hop.body) : null,
       strictCodings: carried.size > 0,
       wantsBody,
+      // A hop that carried a secret keeps its body on the host, where #respond redacts it.
+      bodyTarget: carried.size > 0 ? null : bodyTarget,
     };
     const last = target.addresses.length - 1;
     for (let i = 0; ; i++) {
@@ -263,7 +289,14 @@ export class SandboxFetchTransport {
       return {
         response: { status: result.status, statusText: result.statusText, headers: result.headers, url: url.href, redirected },
         body: result.body,
+        placed: result.placed,
       };
+    }
+    if (result.placed) {
+      // Never the case (#send gives no target to a hop that carried a secret); the body
+      // could not be redacted there, so it is not handed over.
+      result.placed.release();
+      throw networkError("internal: a body that must be redacted was placed outside the host");
     }
     const body = secrets.redactBytes(result.body, carried);
     if (body.byteLength > result.body.byteLength) {
@@ -281,6 +314,7 @@ export class SandboxFetchTransport {
         redirected,
       },
       body,
+      placed: null,
     };
   }
 

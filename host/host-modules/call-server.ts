@@ -8,13 +8,22 @@
 // call context's signal, and answers to calls of a closed activation are dropped.
 import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { inspect } from "node:util";
-import { AdaptivePoll } from "./adaptive-poll.js";
+import { AdaptivePoll } from "../adaptive-poll.js";
 import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
 import type { HostFunctionEntry } from "./declaration.js";
 import { HostError } from "./host-error.js";
 import { formatBytes } from "../limits.js";
 import type { HostCallContext } from "./types.js";
-import type { HostCallFailure, HostCallMessage, HostCallReply, HostCallsOpenMessage } from "./manifest.js";
+import {
+  HOST_CALL_POLL_MS,
+  callFromWire,
+  replyToWire,
+  type HostCallFailure,
+  type HostCallMessage,
+  type HostCallReply,
+  type HostCallsOpenMessage,
+  type HostCallWire,
+} from "./manifest.js";
 
 /** Longest error message handed to the guest. */
 const MAX_ERROR_MESSAGE = 16 * 1024;
@@ -101,8 +110,8 @@ export class HostCallServer {
   private calls: MessagePort | null = null;
   private syncReplies: MessagePort | null = null;
   private signal: Int32Array | null = null;
-  /** After answering, poll briefly for the guest's next call (see adaptive-poll.ts). */
-  private readonly nextCall = new AdaptivePoll();
+  /** After answering, poll briefly for the guest's next call (see host/adaptive-poll.ts). */
+  private readonly nextCall = new AdaptivePoll(HOST_CALL_POLL_MS);
 
   /** The worker opened its channel (first host call in that worker). */
   attach(message: HostCallsOpenMessage): void {
@@ -114,7 +123,7 @@ export class HostCallServer {
     // Host calls only happen during a request, which already keeps the process alive.
     this.calls.unref();
     this.syncReplies.unref();
-    this.calls.on("message", (call: HostCallMessage) => this.onCall(call));
+    this.calls.on("message", (call: HostCallWire) => this.onCall(callFromWire(call)));
   }
 
   /** Opens an activation; its token goes with the request. */
@@ -140,7 +149,6 @@ export class HostCallServer {
   }
 
   private onCall(call: HostCallMessage): void {
-    this.nextCall.arrived();
     const activation = this.open.get(call.t);
     const entry = activation?.scope.functions(call.f);
     if (!activation || !entry || entry.sync !== (call.s === 1)) {
@@ -209,25 +217,24 @@ export class HostCallServer {
 
   private reply(call: HostCallMessage, reply: HostCallReply): void {
     if (call.s === 1) return this.replySync(reply);
-    this.calls?.postMessage(reply, reply.ok ? reply.b : []);
+    this.calls?.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
     this.answered();
   }
 
   private replySync(reply: HostCallReply): void {
     if (!this.syncReplies || !this.signal) return;
-    this.syncReplies.postMessage(reply, reply.ok ? reply.b : []);
+    this.syncReplies.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
     Atomics.store(this.signal, 0, 1);
     Atomics.notify(this.signal, 0);
     this.answered();
   }
 
   private answered(): void {
-    this.nextCall.sent();
     const calls = this.calls;
     if (!calls) return;
     this.nextCall.poll(() => {
       const received = receiveMessageOnPort(calls);
-      if (received) this.onCall(received.message as HostCallMessage);
+      if (received) this.onCall(callFromWire(received.message as HostCallWire));
       return received !== undefined;
     });
   }

@@ -3,7 +3,12 @@
 // names the address. ipaddr.js knows the IANA special-purpose registries; we add the
 // IPv4-compatible block it calls unicast, and unwrap IPv4-mapped IPv6 so that
 // ::ffff:127.0.0.1 is judged as 127.0.0.1.
-import ipaddr from "ipaddr.js";
+import { createRequire } from "node:module";
+import type IpAddr from "ipaddr.js";
+
+// require, not import: Node's ES-module import of a CommonJS package starts its export
+// lexer (a wasm instance, ~6 MB resident) in the embedder at `import "scriptbox"`.
+const ipaddr = createRequire(import.meta.url)("ipaddr.js") as typeof IpAddr;
 
 export type AddressFamily = 4 | 6;
 
@@ -46,27 +51,27 @@ export function parseIpLiteral(text: string): CanonicalAddress | null {
   const bare = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text;
   // Only strict forms: a dotted quad or IPv6. ipaddr.isValid also takes "0x7f.1" and the like,
   // which a hostname entry should never silently turn into.
-  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  let parsed: IpAddr.IPv4 | IpAddr.IPv6;
   if (ipaddr.IPv4.isValidFourPartDecimal(bare)) parsed = ipaddr.IPv4.parse(bare);
   else if (ipaddr.IPv6.isValid(bare) && !bare.includes("%")) parsed = ipaddr.IPv6.parse(bare);
   else return null;
   return classify(parsed);
 }
 
-function classify(parsed: ipaddr.IPv4 | ipaddr.IPv6): CanonicalAddress {
+function classify(parsed: IpAddr.IPv4 | IpAddr.IPv6): CanonicalAddress {
   if (parsed.kind() === "ipv6") {
-    const v6 = parsed as ipaddr.IPv6;
+    const v6 = parsed as IpAddr.IPv6;
     if (v6.isIPv4MappedAddress()) return classify(v6.toIPv4Address());
     const address = v6.toRFC5952String();
     const range = isIpv4Compatible(v6) ? "ipv4Compatible" : v6.range();
     return { address, family: 6, special: range === "unicast" ? null : describe(range) };
   }
-  const range = (parsed as ipaddr.IPv4).range();
+  const range = (parsed as IpAddr.IPv4).range();
   return { address: parsed.toString(), family: 4, special: range === "unicast" ? null : describe(range) };
 }
 
 // ::a.b.c.d (deprecated, RFC 4291 2.5.5.1); ::/128 and ::1 are classed as unspecified and loopback.
-function isIpv4Compatible(v6: ipaddr.IPv6): boolean {
+function isIpv4Compatible(v6: IpAddr.IPv6): boolean {
   const p = v6.parts;
   return p[0] === 0 && p[1] === 0 && p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0 && (p[6] !== 0 || p[7]! > 1);
 }

@@ -15,6 +15,11 @@ export interface RedisOptions {
   tls?: Record<string, never>;
 }
 
+/** A connection URL as messages may show it: without its password. */
+function withoutPassword(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@]*?:)[^/]*@/i, "$1***@");
+}
+
 export function redisOptions(connection: RedisConnection | undefined): RedisOptions {
   if (connection === undefined) return { host: "127.0.0.1", port: 6379 };
   if (typeof connection === "string") {
@@ -22,11 +27,11 @@ export function redisOptions(connection: RedisConnection | undefined): RedisOpti
     try {
       url = new URL(connection);
     } catch {
-      throw new TypeError(`connection must be a redis:// URL, got ${JSON.stringify(connection)}`);
+      throw new TypeError(`connection must be a redis:// URL, got ${JSON.stringify(withoutPassword(connection))}`);
     }
     if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new TypeError(`connection must be a redis:// or rediss:// URL, got ${url.protocol}`);
     const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : undefined;
-    if (db !== undefined && !Number.isInteger(db)) throw new TypeError(`the database in ${connection} must be a number`);
+    if (db !== undefined && !Number.isInteger(db)) throw new TypeError(`the database in ${withoutPassword(connection)} must be a number`);
     return {
       host: url.hostname.replace(/^\[|\]$/g, "") || "127.0.0.1",
       port: url.port ? Number(url.port) : 6379,

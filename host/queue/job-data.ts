@@ -2,6 +2,7 @@
 // script (code, the name stacks show, the source map), its input and the options it asks
 // for. Secrets travel by name only: their values live in each worker's configuration.
 import type { Limits } from "../limits.js";
+import { checkPreparedMap } from "../source-map.js";
 import type { PreparedSource } from "../transpile.js";
 import type { RunResult } from "../types.js";
 
@@ -49,6 +50,35 @@ export function encodeResult(result: RunResult): string {
   return encodeValue(result);
 }
 
-export function decodeResult(text: string): RunResult {
-  return decodeValue(text) as RunResult;
+/**
+ * A stored result, or null when the text is not one: whoever can write to Redis can set a
+ * job's return value, and job.result() must not hand that on as a RunResult.
+ */
+export function decodeResult(text: string): RunResult | null {
+  let result: unknown;
+  try {
+    result = decodeValue(text);
+  } catch {
+    return null;
+  }
+  const r = result as Partial<Record<string, unknown>> | null;
+  if (typeof r !== "object" || r === null || typeof r.ok !== "boolean" || !Array.isArray(r.logs) || typeof r.stats !== "object" || r.stats === null) return null;
+  if (!r.ok) {
+    const error = r.error as Partial<Record<string, unknown>> | null | undefined;
+    if (typeof error !== "object" || error === null || typeof error.kind !== "string" || typeof error.name !== "string" || typeof error.message !== "string" || typeof error.stack !== "string") return null;
+  }
+  return result as RunResult;
+}
+
+/**
+ * The script as a job carries it: its source map without sourcesContent (stacks are mapped
+ * with positions only; the author's sources would double what each job costs in Redis),
+ * checked as a worker will check it, so that a map a worker would refuse is an error here.
+ */
+export function portableScript(script: PreparedSource): PreparedSource {
+  if (script.map === null) return script;
+  const { sourcesContent: _sources, ...map } = JSON.parse(script.map) as Record<string, unknown>;
+  const portable = JSON.stringify(map);
+  checkPreparedMap(portable);
+  return { ...script, map: portable };
 }

@@ -2,7 +2,7 @@
 // submit, not a failed job later), and applied on the worker within the worker's own
 // configuration, which always has the last word.
 import { resolveLimits, type Limits } from "../limits.js";
-import { parseAllowEntry } from "../net/allowEntry.js";
+import { checkFilename, resolveSandboxConfig } from "../options.js";
 import type { SandboxOptions, SecretOption } from "../types.js";
 import { narrowAllowList } from "./allow-narrowing.js";
 import type { ScriptJobData } from "./job-data.js";
@@ -50,23 +50,20 @@ export function checkJobOptions(options: ScriptJobOptions): CheckedJobOptions {
   if (typeof options !== "object" || options === null || Array.isArray(options)) throw new TypeError("job options must be an object");
   for (const key of Object.keys(options)) if (!KNOWN.has(key)) throw new TypeError(`unknown job option "${key}" (known: ${[...KNOWN].join(", ")})`);
   const data: CheckedJobOptions["data"] = {};
+  if (options.filename !== undefined) checkFilename(options.filename);
+  // A misspelt key must not leave the job with the worker's whole list when it meant to narrow it.
+  if (typeof options.net === "object" && options.net !== null) {
+    for (const key of Object.keys(options.net)) if (key !== "allow") throw new TypeError(`unknown net option "${key}" (a job's net has only allow)`);
+  }
+  // env and net.allow with the sandbox's own rules (an env key "__proto__", a value that is
+  // not a string, an invalid entry): what a worker would refuse is an error here.
+  resolveSandboxConfig({ ...(options.env !== undefined ? { env: options.env } : {}), ...(options.net !== undefined ? { net: options.net } : {}) });
   if (options.limits !== undefined) {
     resolveLimits(options.limits); // names and ranges, with the sandbox's own messages
     data.limits = Object.fromEntries(Object.entries(options.limits).filter(([, v]) => v !== undefined));
   }
-  if (options.env !== undefined) {
-    if (typeof options.env !== "object" || options.env === null || Array.isArray(options.env)) throw new TypeError("env must be an object of strings");
-    for (const [key, value] of Object.entries(options.env)) if (typeof value !== "string") throw new TypeError(`env.${key} must be a string`);
-    data.env = { ...options.env };
-  }
-  if (options.net !== undefined) {
-    const allow = options.net?.allow;
-    if (allow !== undefined) {
-      if (!Array.isArray(allow)) throw new TypeError("net.allow must be an array of host entries");
-      allow.forEach((entry) => parseAllowEntry(entry));
-      data.allow = [...allow];
-    }
-  }
+  if (options.env !== undefined) data.env = { ...options.env };
+  if (options.net?.allow !== undefined) data.allow = [...options.net.allow];
   if (options.secrets !== undefined) {
     if (!Array.isArray(options.secrets) || !options.secrets.every((name) => typeof name === "string" && SECRET_NAME.test(name))) {
       throw new TypeError("secrets must be an array of secret names (letters, digits, _): the values stay with the workers");

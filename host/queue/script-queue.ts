@@ -8,10 +8,10 @@ import { prepareSource, type PreparedSource } from "../transpile.js";
 import type { RunResult } from "../types.js";
 import { loadBullMQ } from "./bullmq-loader.js";
 import { redisOptions, type RedisConnection, type RedisOptions } from "./connection.js";
-import { decodeResult, encodeValue, FAILED_RESULT_FIELD, JOB_FORMAT, type ScriptJobData } from "./job-data.js";
+import { decodeResult, encodeValue, FAILED_RESULT_FIELD, JOB_FORMAT, portableScript, type ScriptJobData } from "./job-data.js";
 import { checkJobOptions, type ScriptJobOptions } from "./job-options.js";
 import { DEFAULT_RETENTION, type Retention } from "./retention.js";
-import { cancelChannel, CANCELLED_REASON, DEFAULT_QUEUE_NAME, QUEUE_PREFIX } from "./names.js";
+import { cancelChannel, cancelledKey, CANCELLED_REASON, DEFAULT_QUEUE_NAME, QUEUE_PREFIX } from "./names.js";
 
 export interface ScriptQueueOptions {
   /** A redis:// URL or { host, port, … } (default redis://127.0.0.1:6379). */
@@ -56,6 +56,9 @@ export class JobFailedError extends Error {
 const RESULT_RECHECK_MS = 5_000;
 
 export type CancelOutcome = "removed" | "signalled" | "finished";
+
+/** How a job ended, as #finished sees it; missing: there is no such job (any more). */
+type JobEnd = { completed: true; value: unknown } | { completed: false; reason: string; missing?: boolean };
 
 /** A submitted job. */
 export class ScriptJob {
@@ -105,6 +108,9 @@ export class ScriptQueue {
     if (typeof this.name !== "string" || !/^[A-Za-z0-9_.-]{1,100}$/.test(this.name)) throw new TypeError("name must be 1-100 letters, digits, '_', '.' or '-'");
     this.#redis = redisOptions(options.connection);
     this.#retention = { completed: { ...DEFAULT_RETENTION.completed, ...options.retention?.completed }, failed: { ...DEFAULT_RETENTION.failed, ...options.retention?.failed } };
+    for (const [state, { age, count }] of Object.entries(this.#retention)) {
+      if (!Number.isInteger(age) || age < 0 || !Number.isInteger(count) || count < 0) throw new RangeError(`retention.${state}: age (seconds) and count must be integers of at least 0`);
+    }
   }
 
   #bullQueue(): Promise<Queue> {
@@ -159,12 +165,14 @@ export class ScriptQueue {
 
   #jobData(script: PreparedSource, input: unknown, checked: ReturnType<typeof checkJobOptions>): ScriptJobData {
     const crossable = toCrossable(input, "input");
-    return { format: JOB_FORMAT, script, ...(crossable !== undefined ? { input: encodeValue(crossable) } : {}), ...checked.data };
+    return { format: JOB_FORMAT, script: portableScript(script), ...(crossable !== undefined ? { input: encodeValue(crossable) } : {}), ...checked.data };
   }
 
   async #add(script: PreparedSource, input: unknown, checked: ReturnType<typeof checkJobOptions>): Promise<ScriptJob> {
     const data = this.#jobData(script, input, checked);
     const queue = await this.#bullQueue();
+    // A job id used again after its job was cancelled names a new job: not a cancelled one.
+    if (checked.queueOptions.jobId !== undefined) await (await queue.client).del(cancelledKey(this.name, checked.queueOptions.jobId));
     const job = await queue.add(script.filename, data, checked.queueOptions);
     return new ScriptJob(this, job.id!);
   }
@@ -174,12 +182,21 @@ export class ScriptQueue {
     const [queue, events] = await Promise.all([this.#bullQueue(), this.#queueEvents()]);
     const end = await this.#finished(queue, events, id);
     if (end.completed) {
-      if (typeof end.value !== "string") throw new JobFailedError(id, "its return value is not a script result");
-      return decodeResult(end.value);
+      const result = typeof end.value === "string" ? decodeResult(end.value) : null;
+      if (result === null) throw new JobFailedError(id, "its return value is not a script result");
+      return result;
     }
     const client = await queue.client;
+    // Cancelled: a job removed before it started has only its mark left; a running one
+    // may hold the script result of an earlier attempt, which is not this job's outcome.
+    if (end.reason === CANCELLED_REASON) throw new JobCancelledError(id);
+    if (end.missing) {
+      if ((await client.get(cancelledKey(this.name, id))) !== null) throw new JobCancelledError(id);
+      throw new JobFailedError(id, end.reason);
+    }
     const stored = await client.hget(queue.toKey(id), FAILED_RESULT_FIELD);
-    if (stored !== null) return decodeResult(stored);
+    const result = stored === null ? null : decodeResult(stored);
+    if (result !== null) return result;
     if (end.reason === CANCELLED_REASON) throw new JobCancelledError(id);
     throw new JobFailedError(id, end.reason);
   }
@@ -189,29 +206,33 @@ export class ScriptQueue {
    * few seconds as well: an event can be missed (a reconnection, a stream trimmed while
    * this process was away), a state cannot.
    */
-  #finished(queue: Queue, events: QueueEvents, id: string): Promise<{ completed: true; value: unknown } | { completed: false; reason: string }> {
+  #finished(queue: Queue, events: QueueEvents, id: string): Promise<JobEnd> {
     // Per-job event names ("completed:17") are not in bullmq's typed listener map.
     const emitter = events as unknown as NodeJS.EventEmitter;
     return new Promise((resolve, reject) => {
       let settled = false;
-      const settle = (end: { completed: true; value: unknown } | { completed: false; reason: string }) => {
+      const settle = (end: JobEnd) => {
         if (settled) return;
         settled = true;
         clearInterval(timer);
         emitter.off(`completed:${id}`, onCompleted);
         emitter.off(`failed:${id}`, onFailed);
+        emitter.off(`removed:${id}`, onRemoved);
         resolve(end);
       };
       const onCompleted = (args: { returnvalue: unknown }) => settle({ completed: true, value: args.returnvalue });
       const onFailed = (args: { failedReason: string }) => settle({ completed: false, reason: args.failedReason });
+      // Removed (cancelled before it started): look at once rather than at the next check.
+      const onRemoved = () => void checkOrFail();
       emitter.on(`completed:${id}`, onCompleted);
       emitter.on(`failed:${id}`, onFailed);
+      emitter.on(`removed:${id}`, onRemoved);
       const check = async () => {
         const state = await queue.getJobState(id);
         if (state !== "completed" && state !== "failed" && state !== "unknown") return;
         const { Job } = await loadBullMQ();
         const job = await Job.fromId(queue, id);
-        if (!job) settle({ completed: false, reason: "no such job (never submitted, or removed by retention)" });
+        if (!job) settle({ completed: false, missing: true, reason: "no such job (never submitted, or removed by retention)" });
         else if (state === "completed") settle({ completed: true, value: job.returnvalue });
         else if (state === "failed") settle({ completed: false, reason: job.failedReason });
       };
@@ -234,6 +255,10 @@ export class ScriptQueue {
     if (!job) return "finished";
     const state = await job.getState();
     if (state === "completed" || state === "failed") return "finished";
+    // The mark first: whichever way the job goes from here (removed, or started by a
+    // worker that has not seen the signal yet), it ends as cancelled.
+    const client = await queue.client;
+    await client.set(cancelledKey(this.name, id), "1", { EX: Math.max(1, this.#retention.failed.age) });
     if (state !== "active") {
       try {
         await job.remove();
@@ -242,7 +267,6 @@ export class ScriptQueue {
         // It became active meanwhile: signal its worker below.
       }
     }
-    const client = await queue.client;
     await (client as unknown as { publish(channel: string, message: string): Promise<number> }).publish(cancelChannel(this.name), id);
     return "signalled";
   }
@@ -266,6 +290,9 @@ export class ScriptQueue {
   async addSchedule(name: string, cron: string, path: string, options: Omit<ScriptJobOptions, "filename" | "delay" | "jobId"> & { timezone?: string } = {}): Promise<ScheduleInfo> {
     if (typeof name !== "string" || !/^[A-Za-z0-9_.-]{1,100}$/.test(name)) throw new TypeError("a schedule name is 1-100 letters, digits, '_', '.' or '-'");
     const { timezone, ...jobOptions } = options;
+    // The types leave them out; a JS caller could still pass them, and bullmq's scheduler
+    // silently replaces a jobId and a delay of its own: say so rather than ignore them.
+    for (const key of ["filename", "delay", "jobId"]) if (Object.hasOwn(jobOptions, key)) throw new TypeError(`${key} does not apply to a schedule`);
     const checked = checkJobOptions(jobOptions);
     const { CronExpressionParser } = await loadCronParser();
     try {

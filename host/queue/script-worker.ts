@@ -4,13 +4,13 @@
 import { availableParallelism } from "node:os";
 import type { Job, Worker } from "bullmq";
 import { resolveSandboxConfig } from "../options.js";
-import { createSandbox } from "../sandbox.js";
+import { createSandbox, type Sandbox } from "../sandbox.js";
 import type { ErrorKind, RunResult, SandboxOptions } from "../types.js";
 import { loadBullMQ, loadIORedis } from "./bullmq-loader.js";
 import { redisOptions, type RedisConnection } from "./connection.js";
 import { decodeValue, encodeResult, FAILED_RESULT_FIELD, JOB_FORMAT, type ScriptJobData } from "./job-data.js";
 import { sandboxOptionsForJob } from "./job-options.js";
-import { cancelChannel, CANCELLED_REASON, DEFAULT_QUEUE_NAME, QUEUE_PREFIX } from "./names.js";
+import { cancelChannel, cancelledKey, CANCELLED_REASON, DEFAULT_QUEUE_NAME, QUEUE_PREFIX } from "./names.js";
 
 export interface ScriptWorkerOptions {
   connection?: RedisConnection;
@@ -51,13 +51,18 @@ export interface ScriptWorker {
   readonly running: number;
   /**
    * Stops taking jobs and waits up to `graceMs` (default 30,000) for the running ones.
-   * Resolves with drained: false when some were still running: they stay locked until
-   * their lock expires and then run again on another worker (at-least-once).
+   * Resolves with drained: false when some were still running: they are stopped here,
+   * and run again on another worker once their locks expire (at-least-once).
    */
   close(options?: { graceMs?: number }): Promise<{ drained: boolean }>;
 }
 
 class JobCancelled extends Error {}
+
+/** The most of a script's error kept as a failed job's reason (the whole error is in its result). */
+const FAILED_REASON_CHARS = 1_000;
+
+const ABANDONED = "left unfinished when the worker closed: it runs again once its lock expires";
 
 /** The script itself failed: its result is stored and reported already; bullmq retries it if the job asked for attempts. */
 class ScriptFailed extends Error {}
@@ -82,6 +87,10 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
   const { Worker, UnrecoverableError } = await loadBullMQ();
   const onError = options.onError ?? (() => undefined);
   let running = 0;
+  // The sandboxes of running jobs, and whether close() gave up waiting for them: a job left
+  // unfinished runs again on another worker, so it must not go on running here as well.
+  const live = new Set<Sandbox>();
+  let abandoned = false;
 
   const processor = async (job: Job, _token?: string, signal?: AbortSignal): Promise<string> => {
     const started = performance.now();
@@ -92,14 +101,33 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
     running++;
     try {
       if (data?.format !== JOB_FORMAT || typeof data.script?.code !== "string") throw new UnrecoverableError(`not a scriptbox job (format ${String(data?.format)})`);
-      let sandbox;
+      // Beside the sandbox's creation (no added latency): was the job cancelled before
+      // this worker tracked it (the signal came too early to reach it)? And a job run
+      // again drops the script result of its earlier attempt, so that job.result() never
+      // mistakes it for this run's.
+      const client = await worker.client;
+      const cancelled = client.get(cancelledKey(name, job.id!));
+      const cleared = job.attemptsStarted > 1 ? client.hdel(worker.toKey(job.id!), FAILED_RESULT_FIELD) : null;
+      let sandbox: Sandbox;
       try {
         sandbox = await createSandbox(sandboxOptionsForJob(data, sandboxOptions));
       } catch (error) {
+        await Promise.allSettled([cancelled, cleared]);
         // Nothing a retry would change: a secret this worker lacks, a bad option value.
         throw new UnrecoverableError((error as Error).message);
       }
+      try {
+        await cleared;
+        if ((await cancelled) !== null) throw new JobCancelled();
+        // close() gave up on this job while its sandbox was being made: do not start it.
+        if (abandoned) throw new Error(ABANDONED);
+      } catch (error) {
+        void sandbox.dispose();
+        if (error instanceof JobCancelled) throw new UnrecoverableError(CANCELLED_REASON);
+        throw error;
+      }
       let result: RunResult;
+      live.add(sandbox);
       try {
         const input = data.input === undefined ? undefined : decodeValue(data.input);
         const aborted = abortPromise(signal);
@@ -111,18 +139,24 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
         if (error instanceof TypeError || error instanceof SyntaxError) throw new UnrecoverableError(`malformed job: ${error.message}`);
         throw error;
       } finally {
+        live.delete(sandbox);
         // Not awaited when cancelled: a busy sandbox is freed when its limits stop it.
         void sandbox.dispose();
       }
+      // Its lock is no longer renewed and it will run again elsewhere: leave Redis alone.
+      if (abandoned) throw new Error(ABANDONED);
       if (result.ok) {
         report("ok");
         return encodeResult(result);
       }
       // Kept in the job's own hash, so retention removes it with the job.
-      const client = await worker.client;
       await client.hset(worker.toKey(job.id!), { [FAILED_RESULT_FIELD]: encodeResult(result) });
       report(result.error.kind, result.error.message);
-      throw new ScriptFailed(`${result.error.kind}: ${result.error.name}: ${result.error.message}`);
+      // The reason is a summary (the whole error is in the stored result): bullmq keeps it
+      // as failedReason, again in the stack trace it stores, and in the events stream, and
+      // a script's error message has no size limit of its own (20 MB fits in 64 MiB).
+      const summary = `${result.error.kind}: ${result.error.name}: ${result.error.message}`;
+      throw new ScriptFailed(summary.length > FAILED_REASON_CHARS ? `${summary.slice(0, FAILED_REASON_CHARS)}… (${summary.length} characters)` : summary);
     } catch (error) {
       const message = (error as Error).message;
       if (error instanceof UnrecoverableError) report(message === CANCELLED_REASON ? "cancelled" : "error", message);
@@ -170,12 +204,22 @@ export async function startScriptWorker(options: ScriptWorkerOptions = {}): Prom
     },
     close({ graceMs = 30_000 } = {}) {
       closing ??= (async () => {
-        const drained = worker.close().then(() => true);
+        // pause: no new jobs, and resolves once the running ones finished. (Not close():
+        // once a close is under way bullmq's close(true) returns that same close, which
+        // waits for the running jobs however long they take: no grace period at all.)
+        const drained = worker.pause().then(
+          () => true,
+          () => false,
+        );
         let timer: NodeJS.Timeout | undefined;
         const expired = new Promise<false>((resolve) => (timer = setTimeout(resolve, graceMs, false)));
         const ok = await Promise.race([drained, expired]);
         clearTimeout(timer);
-        if (!ok) await worker.close(true);
+        if (!ok) abandoned = true;
+        // Forced: the unfinished jobs' locks are no longer renewed (they run again on another
+        // worker once they expire), and their sandboxes are stopped here.
+        await worker.close(!ok);
+        for (const sandbox of live) void sandbox.dispose();
         subscriber.disconnect();
         return { drained: ok };
       })();

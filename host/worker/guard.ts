@@ -39,6 +39,32 @@ function clock(): ThreadClock {
   return (threadClock ??= currentThreadClock());
 }
 
+/**
+ * A recent reading of this thread's CPU clock and the wall time (performance.now()) it was
+ * taken at. Reading the clock costs 2-8 µs (a pread of /proc), as much as a whole host call
+ * besides it, and a run making host calls enters guest code a few times per call. So an
+ * entry does not read the clock when a reading at most ANCHOR_MAX_AGE_MS old exists: the
+ * thread's CPU time at the entry is then somewhere between that reading and the reading
+ * plus the wall time since, and the guard takes the side that never lets a guest run past
+ * its budget (see ExecutionGuard.enter).
+ */
+const ANCHOR_MAX_AGE_MS = 1;
+let anchorCpuNs = 0;
+let anchorWallMs = -Infinity;
+
+function readClock(now: number): number {
+  anchorCpuNs = clock().nowNs();
+  anchorWallMs = now;
+  return anchorCpuNs;
+}
+
+/**
+ * An entry that returns within this much wall time without the interrupt handler having
+ * read the clock is charged its wall time (minus waits outside guest code): an upper bound
+ * of its CPU time, short enough that the difference is noise, and no clock read at all.
+ */
+const SHORT_ENTRY_MS = 0.5;
+
 /** The worker's side of the watchdog (the embedder's side is in host/pool.ts). */
 export class WatchdogSlot {
   private readonly view: Float64Array;
@@ -94,7 +120,13 @@ export class ExecutionGuard {
   /** Wall time (performance.now()) before which the CPU deadline cannot have passed. */
   private nextCpuCheck = Infinity;
   private depth = 0;
+  /** The thread's CPU clock at the entry's start, or a little earlier (see readClock). */
   private entryCpuNs = 0;
+  private entryWallMs = 0;
+  /** Whether the clock was read since the entry began (then its end reads it too). */
+  private readInEntry = false;
+  /** Wall time spent waiting outside guest code during the entry (outsideGuest). */
+  private waitedMs = 0;
   private budget: Budget | null = null;
   /** The watchdog's view of the current entry, re-armed after a wait outside guest code. */
   private armed: { wallEpochMs: number; cpuEpochMs: number } | null = null;
@@ -119,7 +151,8 @@ export class ExecutionGuard {
     }
     if (now < this.nextCpuCheck) return false;
     this.cpuClockReads++;
-    const cpuNow = clock().nowNs();
+    const cpuNow = readClock(now);
+    this.readInEntry = true;
     if (cpuNow >= this.cpuDeadlineNs) {
       this.interruptedBy = "cpu";
       return true;
@@ -139,14 +172,23 @@ export class ExecutionGuard {
       }
     }
     const start = performance.now();
-    const cpuStart = clock().nowNs();
+    // The CPU clock at the start is taken as the last reading (at most ANCHOR_MAX_AGE_MS
+    // old): never later than the truth, so the CPU deadline is never later either (at
+    // worst the guest loses the host work of that last millisecond from its budget).
+    // CPU time never runs faster than wall time, so that deadline cannot have passed
+    // before the reading's wall time plus the budget: the handler reads the clock only then.
+    const fresh = start - anchorWallMs <= ANCHOR_MAX_AGE_MS;
+    const cpuStart = fresh ? anchorCpuNs : readClock(start);
     const remainingMs = Math.max(0, budget.cpuRemainingMs());
     this.cpuDeadlineNs = cpuStart + remainingMs * 1e6;
-    this.nextCpuCheck = start + remainingMs;
+    this.nextCpuCheck = anchorWallMs + remainingMs;
     this.wallDeadline = budget.wallDeadline;
     if (remainingMs <= 0) this.interruptedBy ??= "cpu";
     else if (budget.wallDeadline <= start) this.interruptedBy ??= "timeout";
     this.entryCpuNs = cpuStart;
+    this.entryWallMs = start;
+    this.readInEntry = false;
+    this.waitedMs = 0;
     this.depth = 1;
     this.budget = budget;
     this.armed = { wallEpochMs: performance.timeOrigin + budget.wallDeadline, cpuEpochMs: performance.timeOrigin + start + remainingMs };
@@ -161,8 +203,23 @@ export class ExecutionGuard {
       this.wallDeadline = Infinity;
       this.cpuDeadlineNs = Infinity;
       this.nextCpuCheck = Infinity;
-      budget.chargeCpu((clock().nowNs() - this.entryCpuNs) / 1e6);
+      budget.chargeCpu(this.entryCharge());
     }
+  }
+
+  /**
+   * CPU time of the entry that just ended: its wall time when it was short and the clock
+   * was not read meanwhile (an upper bound, no read), otherwise the clock's advance, never
+   * more than the wall time: a thread cannot run longer than the time that passed, the
+   * start reading may be up to ANCHOR_MAX_AGE_MS early, and the kernel updates a running
+   * thread's schedstat only at scheduler ticks and switches, so a delta can include up to
+   * a tick run before the entry began (this also keeps a run's cpuTimeMs <= its wallTimeMs).
+   */
+  private entryCharge(): number {
+    const end = performance.now();
+    const wallMs = Math.max(0, end - this.entryWallMs - this.waitedMs);
+    if (!this.readInEntry && wallMs <= SHORT_ENTRY_MS) return wallMs;
+    return Math.min((readClock(end) - this.entryCpuNs) / 1e6, wallMs);
   }
 
   private armWatchdog(): void {
@@ -180,17 +237,21 @@ export class ExecutionGuard {
   outsideGuest<T>(wait: () => T): T {
     if (this.depth === 0) return wait();
     this.watchdog.exit();
-    const before = clock().nowNs();
+    const before = performance.now();
     try {
       return wait();
     } finally {
+      const waitedMs = performance.now() - before;
+      this.waitedMs += waitedMs;
+      // With the thread's CPU clock nothing moves: the sleep charged nothing, and the wall
+      // time before which the CPU deadline cannot pass only got more conservative. With
+      // the wall-time fallback the CPU deadline moves by the time waited.
       if (!clock().isCpu) {
-        const waited = clock().nowNs() - before;
-        this.entryCpuNs += waited;
-        this.cpuDeadlineNs += waited;
-        if (this.armed) this.armed.cpuEpochMs += waited / 1e6;
+        this.entryCpuNs += waitedMs * 1e6;
+        this.cpuDeadlineNs += waitedMs * 1e6;
+        this.nextCpuCheck += waitedMs;
+        if (this.armed) this.armed.cpuEpochMs += waitedMs;
       }
-      this.nextCpuCheck = performance.now();
       this.armWatchdog();
     }
   }

@@ -14,6 +14,7 @@ import { canAllocate, canCompile, canMoveBytes, canMoveString } from "../engine/
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
 import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
 import { installLeanCalls } from "../engine/lean-calls.js";
+import { canLoadLibraryCode, evalLibraryCode } from "../engine/bytecode.js";
 import type { RejectionTracking } from "../engine/rejection-tracker.js";
 import { decodeFromGuest, encodeForGuest } from "../marshal/crossing-values.js";
 import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
@@ -115,6 +116,10 @@ export class Realm {
 
   constructor(readonly services: RealmServices) {
     const { engine, tracking, bundle } = services;
+    const coreSource = bundle.source("core")!;
+    // Staging the core's bytecode (or source) does not check malloc: at the memory cap it
+    // would write through a null pointer. Fail the realm instead (acquireRealm reports it).
+    if (!canLoadLibraryCode(engine, coreSource, "scriptbox:core")) throw new RangeError("no memory left to load the guest core");
     this.runtime = engine.module.newRuntime();
     this.guard = new ExecutionGuard(services.watchdog, () => services.sandboxId);
     this.runtime.setInterruptHandler(this.guard.shouldInterrupt);
@@ -129,12 +134,11 @@ export class Realm {
     installLeanCalls(this.context, services.engine);
     const ctx = this.context;
     const bridge = createBridge(this);
-    const coreSource = bundle.source("core")!;
     // Realm preparation is an entry into guest code like any other: under a deadline and
     // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
     const budget = this.ownBudget();
     const { factory, require, exports } = this.guard.enter(budget, () => {
-      const factory = ctx.evalCode(coreSource, "scriptbox:core").unwrap();
+      const factory = ctx.unwrapResult(evalLibraryCode(ctx, engine, coreSource, "scriptbox:core"));
       const require = ctx.newFunction("require", (name) =>
         ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
       );
@@ -224,11 +228,14 @@ export class Realm {
   loadGuestModule(name: string): QuickJSHandle {
     const source = this.services.bundle.source(name);
     if (source === undefined || name === "core") throw new TypeError(`no guest module named ${name}`);
-    // Checked for the whole evaluation, not only for staging the text (see canCompile): the
+    // Checked for the whole evaluation, not only for staging the bytecode (or source): the
     // first load of a lazy module near the cap must stop the run with kind memory, never
-    // trap the engine or spin in its compiler.
-    if (!canCompile(this.services.engine, source.length)) this.stopForMemory(`no room to load the ${name} module`);
-    const evaluated = this.context.evalCode(source, `scriptbox:${name}`);
+    // trap the engine or spin in its compiler (canCompile: the heap the module takes once
+    // loaded and run, measured per source character, whichever form is loaded).
+    const filename = `scriptbox:${name}`;
+    const engine = this.services.engine;
+    if (!canLoadLibraryCode(engine, source, filename) || !canCompile(engine, source.length)) this.stopForMemory(`no room to load the ${name} module`);
+    const evaluated = evalLibraryCode(this.context, engine, source, filename);
     if (evaluated.error === undefined) return evaluated.value;
     // Our own module sources are valid: a failure to evaluate one is the interrupt (pass it
     // on: the activation ends with its kind), the stack limit (a guest error the script may
@@ -295,6 +302,9 @@ export class Realm {
    * module loads later, when a script needs it.
    */
   preload(names: string[]): void {
+    // Nothing to load: no guest call (the core requires no module while it is built, so
+    // there is no use to forget either). Most spare realms are built so, once per run.
+    if (names.length === 0) return;
     for (const name of names) {
       const nameHandle = this.context.newString(name);
       this.ownCode(() => this.context.callFunction(this.hooks.preload, this.context.undefined, nameHandle), () => undefined);

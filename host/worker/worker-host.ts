@@ -11,7 +11,7 @@ import { createEngineInstance } from "../engine/instance.js";
 import { findTrackerFieldOffset, RejectionTracking, verifyRejectionTracking } from "../engine/rejection-tracker.js";
 import type { EngineVariantName } from "../engine/wasm-binary.js";
 import { DEFAULT_LIMITS } from "../limits.js";
-import type { ActivationRequest, WorkerInit, WorkerMessage, WorkerRequest } from "../protocol.js";
+import { CALL_POLL_MS, type ActivationRequest, type WorkerInit, type WorkerMessage, type WorkerRequest } from "../protocol.js";
 import type { LogEntry } from "../types.js";
 import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
@@ -19,6 +19,7 @@ import { WorkerSandbox } from "./sandbox.js";
 import { ModuleUsage } from "./module-usage.js";
 import { ActivationSlots, type ActivationControl } from "../activation-slots.js";
 import { currentThreadId } from "../thread-cpu.js";
+import { AdaptivePoll } from "../adaptive-poll.js";
 
 /** How long the pool waits before building new engines (recycled ones may refill it first). */
 const REFILL_DELAY_MS = 15;
@@ -187,26 +188,30 @@ export class WorkerHost {
   }
 
   private lastCallAnswered = 0;
+  /** Polls for the next plugin call while that pays (see CALL_POLL_MS in host/protocol.ts). */
+  private readonly nextCall = new AdaptivePoll(CALL_POLL_MS);
 
   /**
    * After answering a plugin call that followed another one closely, keep polling the port
    * for a moment instead of going to sleep: a sleeping worker takes ~50-100 µs to wake on
-   * this kind of machine, more than the call itself (see CALL_SPIN_MAX_MS in host/pool.ts).
+   * this kind of machine, more than the call itself. The poll backs off when it does not
+   * pay (host/adaptive-poll.ts): on a loaded machine it would hold the core the embedder
+   * needs to send that next call.
    */
   private awaitNextCall(): void {
     const now = performance.now();
     const streak = now - this.lastCallAnswered < 1;
     this.lastCallAnswered = now;
     if (!streak) return;
-    const until = now + 0.2;
-    while (performance.now() < until) {
-      const received = receiveMessageOnPort(this.port);
-      if (received) {
-        const message = received.message as { id: number; request: WorkerRequest };
-        void this.handle(message.id, message.request);
-        return;
-      }
-    }
+    let message: { id: number; request: WorkerRequest } | undefined;
+    this.nextCall.poll(
+      () => {
+        message = receiveMessageOnPort(this.port)?.message as typeof message;
+        return message !== undefined;
+      },
+      () => message === undefined,
+    );
+    if (message) void this.handle(message.id, message.request);
   }
 
   private sandbox(sandboxId: number): Promise<WorkerSandbox> {

@@ -3,6 +3,7 @@
 // get --grace ms to finish; exit 0 when they did, 1 when some had to be left to other
 // workers (their locks expire and they run again there).
 import type { SandboxOptions } from "../../host/types.js";
+import { describeConnection, redisOptions } from "../../host/queue/connection.js";
 import { UsageError } from "../usage.js";
 import { print } from "./run.js";
 import { resolveSandboxFlags, type SandboxFlagValues } from "./sandbox-flags.js";
@@ -13,6 +14,15 @@ export interface WorkerCommandOptions extends ConnectionFlags, SandboxFlagValues
   concurrency?: number;
   grace: number;
   lockDuration: number;
+}
+
+/**
+ * Job text in a log line: file names and messages come from whoever wrote the job to
+ * Redis. Whitespace runs become one space and other control characters are escaped, so a
+ * job can neither add lines of its own to the worker's log nor send terminal escapes.
+ */
+function logText(text: string, max: number): string {
+  return text.replace(/\s+/g, " ").replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`).slice(0, max);
 }
 
 export async function workerCommand(options: WorkerCommandOptions): Promise<number> {
@@ -29,8 +39,8 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
       lockDurationMs: options.lockDuration,
       sandbox,
       onJob: (event) => {
-        const detail = event.outcome === "ok" ? "" : ` ${event.message ?? ""}`.replace(/\s+/g, " ").slice(0, 200);
-        print(process.stdout, `job ${event.id} ${event.filename} ${event.outcome} ${event.ms}ms${event.attempt > 1 ? ` (attempt ${event.attempt})` : ""}${detail}`);
+        const detail = event.outcome === "ok" ? "" : ` ${logText(event.message ?? "", 200)}`;
+        print(process.stdout, `job ${logText(event.id, 200)} ${logText(event.filename, 200)} ${event.outcome} ${event.ms}ms${event.attempt > 1 ? ` (attempt ${event.attempt})` : ""}${detail}`);
       },
       onError: (error) => {
         // ioredis reports every failed reconnection attempt: say it once per distinct message.
@@ -43,7 +53,7 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
     if (error instanceof TypeError || error instanceof RangeError) throw new UsageError((error as Error).message);
     throw error;
   }
-  print(process.stderr, `scriptbox worker: taking jobs from queue "${options.queue}" at ${options.redis} (SIGTERM drains, grace ${options.grace} ms)`);
+  print(process.stderr, `scriptbox worker: taking jobs from queue "${options.queue}" at ${describeConnection(redisOptions(options.redis))} (SIGTERM drains, grace ${options.grace} ms)`);
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));

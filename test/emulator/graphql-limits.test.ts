@@ -2,7 +2,9 @@
 // checked before execution and answered with a GraphQL error and 400 (never a 500), an
 // execution that runs past its time budget stops, and other clients keep being served.
 // Also the createPat input rules (name length in code points, real dates only).
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createRequire } from "node:module";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { classify } from "../../emulator/errors.js";
@@ -24,10 +26,10 @@ function expectRefused(answer: Awaited<ReturnType<typeof ask>>, code: string) {
 }
 
 /** Adds `count` PATs for the seeded owner straight into the database file (the server keeps running). */
-function addPats(count: number) {
-  const db = new Database(emu.dbPath);
+function addPats(count: number, target: TestEmulator = emu) {
+  const db = new Database(target.dbPath);
   db.pragma("busy_timeout = 5000");
-  const owner = emu.seedUsers[0]!;
+  const owner = target.seedUsers[0]!;
   const insert = db.prepare("INSERT INTO pats (id, selector, secret_hash, user_id, team_id, name, expires_at, revoked_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)");
   const now = Math.floor(Date.now() / 1000);
   db.transaction(() => {
@@ -42,6 +44,13 @@ describe("limits checked before execution", () => {
   it("a 8 KB nested list literal is QUERY_TOO_DEEP, not a parser stack overflow (500)", async () => {
     expectRefused(await ask(`{ pats(x: ${"[".repeat(4000)}${"]".repeat(4000)}) { id } }`), "QUERY_TOO_DEEP");
     expectRefused(await ask(`query($v: Int = ${"[".repeat(2000)}1${"]".repeat(2000)}) { viewer { id } }`), "QUERY_TOO_DEEP");
+  });
+
+  it("braces inside a block string after an escaped \\\"\"\" are text, not nesting", async () => {
+    const inString = `query($a: String = """x \\""" ${"{".repeat(40)} """) { viewer { id } }`;
+    const answer = await ask(inString);
+    expect(answer.body.errors[0].extensions?.code).not.toBe("QUERY_TOO_DEEP"); // it runs into validation: $a is unused
+    expect(answer.body.errors[0].message).toMatch(/never used/);
   });
 
   it("nested selections: 18-49 KB are QUERY_TOO_LARGE, a small deep one QUERY_TOO_DEEP", async () => {
@@ -69,6 +78,44 @@ describe("limits checked before execution", () => {
       i < levels - 1 ? `fragment F${i} on Query { ...F${i + 1} a${i}: viewer { id } }` : `fragment F${i} on Query { pats { id name } }`);
     const query = `{ ...F0 ...F0 }\n${fragments.join("\n")}`;
     expectRefused(await ask(query.replace(/\{ \.\.\.F(\d+) /g, (_m, n) => `{ ...F${n} ...F${n} `)), "QUERY_TOO_COSTLY");
+  });
+
+  it("introspection's lists are priced as lists: an alias bomb over __schema is QUERY_TOO_COSTLY", async () => {
+    // Priced as list-free before, 100 of these (cost 700) answered 700 KB; each one alone is over the limit now.
+    const one = "types { fields { type { fields { type { name kind description } } } } }";
+    expectRefused(await ask(`{ __schema { ${one} } }`), "QUERY_TOO_COSTLY");
+    expectRefused(await ask(`{ __schema { ${Array.from({ length: 100 }, (_, i) => `a${i}: ${one}`).join(" ")} } }`), "QUERY_TOO_COSTLY");
+    // A small introspection query still runs.
+    const small = await ask(`{ __schema { queryType { name } } __type(name: "Pat") { name fields { name } } }`);
+    expect(small.status).toBe(200);
+    expect(small.body.data.__type.fields.map((f: { name: string }) => f.name)).toContain("token");
+  });
+
+  describe("validation's overlapping-fields work (quadratic) is bounded before validation runs: QUERY_TOO_COMPLEX", () => {
+    // Each of these is within the size, token, depth and cost limits, and held the event loop
+    // 0.4-2.3 s in graphql-js's OverlappingFieldsCanBeMerged rule (its own cap is 500,000 units).
+    const queries: Record<string, string> = {
+      "499 fields with one response name and a sub-selection": `{${"viewer{id} ".repeat(499)}}`,
+      "998 leaf fields with one response name": `{viewer{${"id ".repeat(998)}}}`,
+      "998 aliases naming different fields alike": `{viewer{${Array.from({ length: 998 }, (_, i) => `x:${i % 2 ? "id" : "email"}`).join(" ")}}}`,
+      "440 one-field fragments spread together": `{viewer{${Array.from({ length: 440 }, (_, i) => `...F${i}`).join(" ")}}} ` +
+        Array.from({ length: 440 }, (_, i) => `fragment F${i} on User{id}`).join(" "),
+      // Unused fragments are never priced by the cost walk, but validation still compares them.
+      "an unused fan-out of 80 fragments": `{viewer{id}} ` + Array.from({ length: 40 }, (_, i) => i < 39
+        ? `fragment F${i} on User{...F${i + 1} ...G${i + 1}} fragment G${i} on User{...F${i + 1} ...G${i + 1}}`
+        : `fragment F${i} on User{id} fragment G${i} on User{id}`).join(" "),
+      "a fragment cycle through a nested field": `{viewer{id}} fragment T on __Type { a: ofType { ...T } a: ofType { ...T } }`,
+    };
+    it.each(Object.keys(queries))("%s", async (name) => {
+      expectRefused(await ask(queries[name]!), "QUERY_TOO_COMPLEX");
+    });
+
+    it("ordinary fragment reuse and repeated fields still run", async () => {
+      const answer = await ask(`query { viewer { ...U id } a: viewer { ...U } pats { ...P } } ` +
+        `fragment U on User { id email name } fragment P on Pat { id name ... on Pat { id teamId } }`);
+      expect(answer.status).toBe(200);
+      expect(answer.body.data.a.email).toBe(emu.seedUsers[0]!.email);
+    });
   });
 
   it("more tokens than the parser's limit is a GraphQL parse error with 400", async () => {
@@ -100,8 +147,32 @@ describe("execution budget and other clients", () => {
       if (answer.status === 400) expect(answer.body.errors[0].extensions.code).toBe("TIME_BUDGET_EXCEEDED");
     }
     // Before the limits one alias bomb held every client 6.4 s (200 PATs) to 67 s (1,000).
-    // Four capped queries, each bounded by the 2 s budget, plus slack for a loaded machine.
+    // Four capped queries, each bounded by the time budget, plus slack for a loaded machine.
     expect(lightMs).toBeLessThan(4 * GRAPHQL_LIMITS.timeBudgetMs + 2000);
+  }, 60_000);
+
+  it("the default budget stops a 500,000-field answer (which held every other client 2 s under the old 2 s budget)", async () => {
+    const big = await startTestEmulator();
+    try {
+      addPats(5000, big);
+      const answer = await graphql(big, big.seed.CLOUD_SESSION, `{ pats { ${Array.from({ length: 99 }, (_, i) => `n${i}: name`).join(" ")} } }`);
+      expect(answer.status).toBe(400);
+      expect(answer.body.errors[0].extensions.code).toBe("TIME_BUDGET_EXCEEDED");
+      expect(GRAPHQL_LIMITS.timeBudgetMs).toBeLessThanOrEqual(500);
+      // __typename has no resolver to check the deadline: before, this ran to the end
+      // whatever the budget (2-3 s, a 6.5 MB answer) and grew with the number of PATs.
+      const typenames = await graphql(big, big.seed.CLOUD_SESSION, `{ pats { ${Array.from({ length: 99 }, (_, i) => `t${i}: __typename`).join(" ")} } }`);
+      expect(typenames.status).toBe(400);
+      expect(typenames.body.errors[0].extensions.code).toBe("TIME_BUDGET_EXCEEDED");
+      // `token` and `revokedAt` are nullable: a budget error there does not end the execution,
+      // so before, every later field of every later PAT failed on its own (544,104 errors,
+      // 93 MB, 120 s held). Now the next PAT's check ends it.
+      const nullable = await graphql(big, big.seed.CLOUD_SESSION, `{ pats { ${Array.from({ length: 99 }, (_, i) => `f${i}: ${i % 2 ? "token" : "revokedAt"}`).join(" ")} } }`);
+      expect(nullable.status).toBe(400);
+      expect(nullable.body.errors.length).toBeLessThanOrEqual(100);
+    } finally {
+      await big.close();
+    }
   }, 60_000);
 
   it("an execution past its time budget ends with TIME_BUDGET_EXCEEDED and 400", async () => {
@@ -119,6 +190,67 @@ describe("execution budget and other clients", () => {
     } finally {
       await tight.close();
     }
+  });
+});
+
+describe("mutations are all or nothing", () => {
+  const patsNamed = (name: string) => {
+    const db = new Database(emu.dbPath, { readonly: true });
+    try {
+      return (db.prepare("SELECT COUNT(*) AS n FROM pats WHERE name = ?").get(name) as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
+
+  it("a mutation whose answer has no data writes nothing (a PAT created beside a failing field is rolled back)", async () => {
+    const answer = await ask(`mutation($i: CreatePatInput!) { a: createPat(input: $i) { pat { id token } } b: revokePat(id: "pat_nosuch") { pat { id } } }`,
+      { i: { name: "beside a failure", teamId: emu.seedUsers[0]!.teamId } });
+    expect(answer.body.data).toBeNull();
+    expect(answer.body.errors[0].extensions.code).toBe("NOT_FOUND");
+    expect(patsNamed("beside a failure")).toBe(0); // before: written, and its token never shown to anyone
+  });
+
+  it("waiting for another process's write lock does not run a mutation out of its budget after it wrote", async () => {
+    // Another process (as a second emulator on the same --db file would) holds the write
+    // lock for longer than the time budget.
+    const holdMs = GRAPHQL_LIMITS.timeBudgetMs + 400;
+    const sqlite = createRequire(import.meta.url).resolve("better-sqlite3");
+    const holder = spawn(process.execPath, ["-e", `
+      const db = new (require(${JSON.stringify(sqlite)}))(${JSON.stringify(emu.dbPath)});
+      db.exec("BEGIN IMMEDIATE");
+      process.stdout.write("locked\\n");
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ${holdMs});
+      db.exec("COMMIT");
+    `]);
+    const exited = new Promise((resolve) => holder.on("exit", resolve));
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout.on("data", (chunk) => String(chunk).includes("locked") && resolve());
+      holder.on("exit", (code) => reject(new Error(`lock holder exited ${code}`)));
+    });
+    const answer = await ask(CREATE_PAT, { input: { name: "after the lock", teamId: emu.seedUsers[0]!.teamId } });
+    await exited;
+    // Before: the insert waited for the lock, landed, and then the payload's fields were past
+    // the deadline: 400 TIME_BUDGET_EXCEEDED, with the PAT written and its token lost.
+    expect(answer.status).toBe(200);
+    expect(answer.body.data.createPat.pat.token).toMatch(/^sbpat_/);
+    expect(patsNamed("after the lock")).toBe(1);
+  }, 30_000);
+});
+
+describe("every error has extensions.code (the documented shape)", () => {
+  it("validation errors are GRAPHQL_VALIDATION_FAILED, bad variables and operation names BAD_REQUEST, all 400", async () => {
+    const unknownField = await ask(`{ viewer { nope } }`);
+    expectRefused(unknownField, "GRAPHQL_VALIDATION_FAILED");
+    const badVariable = await ask(`mutation($n: ID!) { revokePat(id: $n) { pat { id } } }`, { n: { deep: [1] } });
+    expectRefused(badVariable, "BAD_REQUEST");
+    const twoOperations = await ask(`query A { viewer { id } } query B { viewer { id } }`);
+    expectRefused(twoOperations, "BAD_REQUEST");
+  });
+
+  it("a subscription is a 400, not a 200 with null data", async () => {
+    const answer = await ask(`subscription { viewer { id } }`);
+    expectRefused(answer, "BAD_REQUEST");
   });
 });
 

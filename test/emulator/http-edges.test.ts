@@ -6,6 +6,7 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator } from "../../emulator/index.js";
+import { DRAIN_TIMEOUT_MS } from "../../emulator/drain.js";
 import { BODY_LIMIT_BYTES } from "../../emulator/server.js";
 import { call, client, readDatabase, seededUser, startTestEmulator, type TestEmulator } from "./helpers.js";
 
@@ -122,6 +123,35 @@ describe("oversize bodies", () => {
     }
     expect(size).toBeGreaterThan(BODY_LIMIT_BYTES);
   }, 60_000);
+
+  // Over the drain cap the 413 goes out at once; under it, after DRAIN_TIMEOUT_MS (10 s).
+  it.each([
+    ["past the drain cap", 64 * 1024 * 1024],
+    ["under the drain cap, past its deadline", 1024 * 1024],
+  ])("a client trickling a body %s gets its 413 and loses the connection, rather than holding it", async (_case, declared) => {
+    const socket = connect(emu.port, "127.0.0.1");
+    socket.on("error", () => {});
+    let text = "";
+    let answeredAt = 0;
+    socket.on("data", (chunk) => {
+      text += chunk;
+      answeredAt ||= Date.now();
+    });
+    const closed = new Promise<number>((resolve) => socket.on("close", () => resolve(Date.now())));
+    // Declares a body over the 64 KiB limit, then sends a byte every 50 ms: left open, the
+    // connection would be read and discarded until Node's 300 s request timeout.
+    socket.write(`POST /api/v1/team/invitations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+      `Authorization: Bearer ${emu.seed.CLOUD_PAT}\r\nContent-Length: ${declared}\r\n\r\n`);
+    const trickle = setInterval(() => socket.writable && socket.write(" "), 50);
+    const timeout = new Promise<number>((resolve) => setTimeout(() => resolve(-1), DRAIN_TIMEOUT_MS + 5_000));
+    const closedAt = await Promise.race([closed, timeout]);
+    clearInterval(trickle);
+    socket.destroy();
+    expect(text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    expect(closedAt, "the server kept the trickling connection open").toBeGreaterThan(0);
+    expect(closedAt - answeredAt).toBeLessThan(2_000);
+  }, DRAIN_TIMEOUT_MS + 10_000);
 });
 
 describe("re-seeding a database file", () => {

@@ -212,6 +212,24 @@ describe("async host functions", () => {
     expect(negativeZero).toBe(true);
   });
 
+  it("plain primitives as whole arguments and results (the short path) cross exactly, async and sync", async () => {
+    const items = [0, 7, -3, 1.5, -2.5e-7, 1e21, -1e300, Number.MAX_SAFE_INTEGER, -0, NaN, -Infinity, "", "-5", "12", 'a "quoted"\nline \u2028 é 😀', "\\", true, false, null, undefined];
+    const result = await sandbox.run(`import { echo, echoSync, argsOf, argsOfSync } from "app";
+      export default async (items) => {
+        const out = [];
+        for (const item of items) {
+          const a = await echo(item);
+          const b = echoSync(item);
+          out.push([Object.is(a, item), Object.is(b, item), typeof a]);
+        }
+        out.push(await argsOf(1, "two", true, null, -4.25), argsOfSync(-1, "x\\"y", false));
+        return out;
+      }`, { input: items, modules: { app: { ...app, argsOf: async (...args: unknown[]) => JSON.stringify(args), argsOfSync: hostSync((...args: unknown[]) => JSON.stringify(args)) } } });
+    const out = value(result) as unknown[];
+    items.forEach((item, i) => expect(out[i], String(item)).toEqual([true, true, typeof item]));
+    expect(out.slice(items.length)).toEqual(['[1,"two",true,null,-4.25]', '[-1,"x\\"y",false]']);
+  });
+
   it("a HostError's code reaches the guest as error.code, with a guest stack and no host frames", async () => {
     const result = await sandbox.run(`import { findUser } from "app";
       export default async () => { try { await findUser(-1) } catch (e) { return [e instanceof Error, e.name, e.message, e.code, e.stack] } }`, { filename: "lookup.js" });

@@ -84,7 +84,9 @@ describe("plugins", () => {
     const result = await chatty.invoke("hello", "ada");
     expect(result).toMatchObject({ ok: true, value: 3, logs: [{ level: "log", message: "hello ada" }] });
     expect(result.stats.cpuTimeMs).toBeGreaterThan(0);
-    expect(result.stats.cpuTimeMs).toBeLessThanOrEqual(result.stats.wallTimeMs + 1);
+    // A thread cannot run longer than the time that passed (host/worker/guard.ts caps each
+    // entry's charge at its wall time: schedstat lags by up to a scheduler tick).
+    expect(result.stats.cpuTimeMs).toBeLessThanOrEqual(result.stats.wallTimeMs);
   });
 
   it("unloads a plugin stopped by a limit, and the sandbox goes on", async () => {

@@ -134,6 +134,36 @@ describe.skipIf(redisMissing())("queue commands of the CLI", () => {
     expect(text.stdout).toMatch(/^waiting\s+\d+\nactive\s+\d+\n/);
   });
 
+  it("a job's file name or message cannot add lines to the worker's log or send terminal escapes", async () => {
+    const { Queue } = await import("bullmq");
+    const raw = new Queue(QUEUE, { connection: { host: "127.0.0.1", port: redis.port }, prefix: "scriptbox" });
+    try {
+      const forged = await raw.add("evil\njob 999 forged.js ok 1ms\u001b[2J", { format: 0, note: "\u001b]0;title\u0007" });
+      await worker.waitFor(() => worker.jobLines(forged.id!).length > 0, 10_000, "the forged job's line");
+      expect(worker.jobLines(forged.id!)[0]).toMatch(new RegExp(`^job ${forged.id} evil job 999 forged\\.js ok 1ms\\\\x1b\\[2J error \\d+ms not a scriptbox job`));
+      expect(worker.jobLines("999")).toEqual([]);
+      expect(worker.stdout).not.toContain("\u001b");
+    } finally {
+      await raw.close();
+    }
+  });
+
+  it("the worker's log does not show the Redis password", async () => {
+    const password = "pw-7f3e9a1c";
+    const w = new WorkerProcess(["--redis", `redis://default:${password}@127.0.0.1:${redis.port}`, "--queue", `${QUEUE}-pw`, "--concurrency", "1"], { cwd: dir });
+    try {
+      await w.ready();
+      expect(w.stderr).toContain(`at redis://127.0.0.1:${redis.port} `);
+      expect(w.stderr + w.stdout).not.toContain(password);
+    } finally {
+      w.kill("SIGTERM");
+      await w.exited;
+    }
+    const bad = await cli(["queue", "stats", "--redis", `redis://default:${password}@127.0.0.1:${redis.port}/x`]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^scriptbox: --redis: the database in redis:\/\/default:\*\*\*@127\.0\.0\.1:\d+\/x must be a number\n$/);
+  });
+
   it("an unreachable Redis is one line and exit 2, for every queue command", async () => {
     const down = ["--redis", "redis://127.0.0.1:1"];
     for (const args of [["submit", "add.ts"], ["worker"], ["schedule", "list"], ["schedule", "remove", "x"], ["queue", "stats"], ["schedule", "add", "x", "* * * * *", "add.ts"]]) {

@@ -91,6 +91,11 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     expect(failed.error).toMatchObject({ kind: "script", name: "RangeError", message: "negative input" });
     expect(failed.error.stack).toMatch(/check\.ts:3:\d+/);
     expect(failed.error.stack).toMatch(/job\.ts:2:\d+/);
+    // The map travels without the author's sources: positions are all a stack needs.
+    const data = JSON.parse(redis.cli("hget", `scriptbox:lib-bundle-${process.pid}:${bad.id}`, "data").trim()) as { script: { map: string } };
+    const map = JSON.parse(data.script.map) as Record<string, unknown>;
+    expect(map).toMatchObject({ version: 3, sources: [expect.stringMatching(/check\.ts$/), expect.stringMatching(/job\.ts$/)] });
+    expect(map).not.toHaveProperty("sourcesContent");
   });
 
   it("a TypeScript source string is transpiled at submit (filename .ts)", async () => {
@@ -203,6 +208,19 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     expect(events.filter((e) => e.id === thrice.id).map((e) => e.attempt)).toEqual([1, 2, 3]);
   });
 
+  it("a huge error message is kept once, in the result: the failed reason, stack trace and event hold a summary", async () => {
+    const { queue } = await setup();
+    const job = await queue.submit('export default () => { throw new Error("x".repeat(2_000_000)); }');
+    const result = await job.result();
+    expect(result.ok ? 0 : result.error.message.length).toBe(2_000_000);
+    const key = `scriptbox:${queue.name}:${job.id}`;
+    const reason = redis.cli("hget", key, "failedReason");
+    expect(reason).toMatch(/^script: Error: x{100}/);
+    expect(reason.length).toBeLessThan(1_100);
+    expect(redis.cli("hget", key, "stacktrace").length).toBeLessThan(10_000);
+    expect(redis.cli("xrange", `scriptbox:${queue.name}:events`, "-", "+").length).toBeLessThan(100_000);
+  });
+
   it("limit failures (cpu) are script failures: not retried", async () => {
     const { queue, events } = await setup({ sandbox: { limits: { cpuTimeMs: 50 } } });
     const job = await queue.submit("for (;;) {}");
@@ -225,6 +243,76 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     await expect(running.result()).rejects.toThrow(JobCancelledError);
     expect(events.find((e) => e.id === running.id)?.outcome).toBe("cancelled");
     expect(await running.cancel()).toBe("finished");
+  });
+
+  it("a job cancelled before it started: result() rejects with JobCancelledError, for a waiter and later; its id can be used again", async () => {
+    const { queue } = await setup();
+    const delayed = await queue.submit("export default 1", { delay: 60_000, jobId: "cancel-me" });
+    const waiting = delayed.result(); // waiting before the cancel: answered by the removed event
+    expect(await delayed.cancel()).toBe("removed");
+    await expect(waiting).rejects.toThrow(JobCancelledError);
+    await expect(delayed.result()).rejects.toThrow(JobCancelledError);
+    await expect(queue.job("never-submitted").result()).rejects.toThrow(/no such job/);
+    const again = await queue.submit("export default () => 2", { jobId: "cancel-me" });
+    expect(await again.result()).toMatchObject({ ok: true, value: 2 });
+  });
+
+  it("a retried job cancelled in its second run: result() says cancelled, not the first run's failure", async () => {
+    let calls = 0;
+    const flaky = createServer((_req, res) => {
+      calls++;
+      if (calls === 1) res.end("fail");
+      else setTimeout(() => res.end("late"), 20_000).unref();
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, "127.0.0.1", resolve));
+    const port = (flaky.address() as AddressInfo).port;
+    try {
+      const { queue, events } = await setup({ sandbox: { net: { allow: [`127.0.0.1:${port}`] } } });
+      const job = await queue.submit(`export default async () => { const t = await (await fetch("http://127.0.0.1:${port}/")).text(); if (t === "fail") throw new Error("first run failed"); return t; }`, { attempts: 3, backoffMs: 10 });
+      const deadline = Date.now() + 10_000;
+      while (calls < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(events.filter((e) => e.id === job.id).map((e) => e.outcome)).toEqual(["script"]);
+      expect(await job.cancel()).toBe("signalled");
+      await expect(job.result()).rejects.toThrow(JobCancelledError);
+    } finally {
+      flaky.closeAllConnections();
+      await new Promise((resolve) => flaky.close(resolve));
+    }
+  });
+
+  it("a cancel whose signal came before the worker took the job is not lost: the job does not run", async () => {
+    // cancel() marks the job, then signals it; a worker that takes the job after the signal
+    // went by (it had not tracked it yet, or was disconnected) finds the mark.
+    const name = `lib-early-cancel-${process.pid}`;
+    const queue = createScriptQueue({ connection: redis.url, name });
+    open.push(queue);
+    received.length = 0;
+    const job = await queue.submit(`export default async () => (await fetch("http://127.0.0.1:${serverPort}/ran")).status`);
+    redis.cli("set", `scriptbox:${name}:cancelled:${job.id}`, "1", "EX", "60");
+    const events: JobEvent[] = [];
+    const worker = await startScriptWorker({ connection: redis.url, name, concurrency: 1, sandbox: { net: { allow: [`127.0.0.1:${serverPort}`] } }, onJob: (e) => events.push(e) });
+    open.push({ close: () => worker.close() });
+    await expect(job.result()).rejects.toThrow(JobCancelledError);
+    expect(events.map((e) => e.outcome)).toEqual(["cancelled"]);
+    expect(received).toHaveLength(0);
+  });
+
+  it("close() with a grace period too short: returns after it, and the unfinished job stops running here", async () => {
+    const name = `lib-close-${process.pid}`;
+    const queue = createScriptQueue({ connection: redis.url, name });
+    open.push(queue);
+    const events: JobEvent[] = [];
+    const worker = await startScriptWorker({ connection: redis.url, name, concurrency: 1, sandbox: { net: { allow: [`127.0.0.1:${serverPort}`] } }, onJob: (e) => events.push(e) });
+    received.length = 0;
+    const job = await queue.submit(`export default async () => { for (let i = 0; i < 100; i++) { await fetch("http://127.0.0.1:${serverPort}/tick"); await new Promise((r) => setTimeout(r, 50)); } return "done"; }`);
+    const deadline = Date.now() + 10_000;
+    while (received.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(await worker.close({ graceMs: 100 })).toEqual({ drained: false });
+    const atClose = received.length;
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(received.length - atClose).toBeLessThanOrEqual(1); // a fetch already in flight may land
+    expect(await job.state()).toBe("active"); // locked until its lock expires, then taken over
+    expect(events.map((e) => e.outcome)).not.toContain("ok");
   });
 
   it("priority: of two waiting jobs the one with the higher priority runs first", async () => {
@@ -265,12 +353,34 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     try {
       const foreign = await raw.add("x", { hello: "world" });
       const badMap = await raw.add("y", { format: 1, script: { code: "throw new Error('e')", filename: "y.js", map: "not a source map" } });
+      // Refused before it runs, whether or not the run would fail (only a failure reads the map).
+      const badMapOk = await raw.add("z", { format: 1, script: { code: "export default () => 1", filename: "z.js", map: '{"version":3}' } });
       await expect(queue.job(foreign.id!).result()).rejects.toThrow(/not a scriptbox job/);
       const mapped = queue.job(badMap.id!).result();
       await expect(mapped).rejects.toThrow(JobFailedError);
+      await expect(queue.job(badMap.id!).result()).rejects.toThrow(/malformed job: prepared\.map is not a source map/);
+      await expect(queue.job(badMapOk.id!).result()).rejects.toThrow(/malformed job: prepared\.map is not a version 3 source map/);
       expect(await (await queue.submit("export default () => 'still working'")).result()).toMatchObject({ ok: true, value: "still working" });
-      expect(events.map((e) => e.outcome)).toEqual(["error", "error", "ok"]);
+      expect(events.map((e) => e.outcome)).toEqual(["error", "error", "error", "ok"]);
     } finally {
+      await raw.close();
+    }
+  });
+
+  it("a return value that is not a script result (written by something else) is a JobFailedError, not a bogus RunResult", async () => {
+    const name = `lib-forged-${process.pid}`;
+    const { Queue, Worker } = await import("bullmq");
+    const connection = { host: "127.0.0.1", port: redis.port };
+    const raw = new Queue(name, { connection, prefix: "scriptbox" });
+    const values = ["not json {", '{"ok":true}', '{"ok":false,"logs":[],"stats":{}}', "42"];
+    const forger = new Worker(name, async (job) => values[Number(job.data.i)], { connection: { ...connection, maxRetriesPerRequest: null }, prefix: "scriptbox" });
+    const queue = createScriptQueue({ connection: redis.url, name });
+    open.push(queue);
+    try {
+      const jobs = await Promise.all(values.map((_, i) => raw.add("x", { i })));
+      for (const job of jobs) await expect(queue.job(job.id!).result()).rejects.toThrow(/its return value is not a script result/);
+    } finally {
+      await forger.close();
       await raw.close();
     }
   });
@@ -284,5 +394,13 @@ describe.skipIf(redisMissing())("scriptbox/queue against a real Redis", () => {
     await expect(queue.submit("export default 1", { attempts: 0 })).rejects.toThrow(/attempts/);
     await expect(queue.submit("export default 1", { input: () => 1 })).rejects.toThrow(/cannot cross/);
     await expect(queue.submit("export default 1", { bogus: 1 } as never)).rejects.toThrow(/unknown job option "bogus"/);
+    // What a worker would refuse is refused here, with the sandbox's own rules, not a failed job later.
+    await expect(queue.submit("export default 1", { filename: "a\nb.js" })).rejects.toThrow(/filename must be a non-empty single-line string/);
+    await expect(queue.submit("export default 1", { env: JSON.parse('{"__proto__": "x"}') as Record<string, string> })).rejects.toThrow(/env key "__proto__" is not allowed/);
+    await expect(queue.submit("export default 1", { env: { A: 1 } as never })).rejects.toThrow(/env\.A must be a string/);
+    await expect(queue.submit("export default 1", { net: { allowed: [] } as never })).rejects.toThrow(/unknown net option "allowed"/);
+    await expect(queue.addSchedule("s", "* * * * *", "job.js", { jobId: "fixed" } as never)).rejects.toThrow(/jobId does not apply to a schedule/);
+    await expect(queue.addSchedule("s", "* * * * *", "job.js", { delay: 5 } as never)).rejects.toThrow(/delay does not apply to a schedule/);
+    expect(await queue.stats()).toMatchObject({ waiting: 0, delayed: 0, prioritized: 0 });
   });
 });

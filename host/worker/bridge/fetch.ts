@@ -5,8 +5,15 @@
 // An http(s) request goes to the sandbox's transport (undici, network policy, limits,
 // secrets: host/fetch/), and the answer comes back through the callback exactly once:
 // onSettle(head, bodyArrayBuffer), or onSettle(errorJson) with a TransportErrorRecord.
+//
+// A body with a Content-Length (and no content coding, and no secret carried by the
+// request) is written by the transport straight into a block of the guest's heap as the
+// socket delivers it, and that block becomes the guest's ArrayBuffer (engine-bytes.ts):
+// one copy between the socket and the guest. Other bodies arrive as host bytes and are
+// moved in with newGuestBytes.
 import type { QuickJSHandle } from "quickjs-emscripten-core";
 import type { TransportResponseRecord } from "../../../guest-lib/types/bridge.js";
+import { EngineBytes } from "../../engine/engine-bytes.js";
 import { largestMovableBytes, canMoveBytes } from "../../engine/headroom.js";
 import { CancelToken } from "../../fetch/cancel-token.js";
 import { fetchTarget } from "../../fetch/fetchUrl.js";
@@ -98,10 +105,32 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
             counter: activation.fetchCounter,
             responseBodyBudget: () => largestMovableBytes(engine, activation.limits.maxResponseBytes),
             responseBodyFits: (bytes) => canMoveBytes(engine, bytes), // no probe at all below 64 KiB
+            // Asked after responseBodyFits accepted the length: the headroom was probed first.
+            bodyTarget: (length) => {
+              if (!realm.alive) return null;
+              const block = EngineBytes.allocate(engine, length, (gone) => realm.disown(gone));
+              // Freed with the realm if nothing else frees it first.
+              return block && realm.own(block);
+            },
           },
         )
         .then(
-          ({ response, body: bytes }) => {
+          ({ response, body: bytes, placed }) => {
+            if (placed) {
+              const block = placed as EngineBytes;
+              settle(() => {
+                const head = realm.newGuestString(responseHead(response), "a response head");
+                const body = block.adopt(ctx);
+                if (body === null) {
+                  head.dispose();
+                  realm.stopForMemory(`no room for a response body (${block.length} bytes)`);
+                }
+                return [head, body];
+              });
+              // Not adopted (the activation ended, or the head did not fit): free the block now.
+              block.release();
+              return;
+            }
             if (!canMoveBytes(engine, bytes.byteLength)) {
               const message = `limit: memoryBytes headroom too small for a ${bytes.byteLength}-byte response body`;
               return settle(() => [realm.newGuestString(JSON.stringify({ type: "limit", message }), "a fetch error")]);

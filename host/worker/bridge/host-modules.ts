@@ -243,10 +243,12 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
     },
   };
 
-  /** The guest's view of an answer: [true, json, buffers] or [false, name, message, code]. */
+  /** The guest's view of an answer: [true, json, buffers or undefined] or [false, name, message, code]. */
   function replyArguments(reply: HostCallReply, label: string): QuickJSHandle[] {
     if (reply.ok) {
-      const moved = moveIn(reply.j, reply.b);
+      // No buffers (the common answer): the guest gets undefined rather than an empty array.
+      if (reply.b.length === 0 && canMoveString(realm.services.engine, reply.j.length)) return [ctx.true, ctx.newString(reply.j), ctx.undefined];
+      const moved = reply.b.length === 0 ? null : moveIn(reply.j, reply.b);
       if (moved !== null) return [ctx.true, ...moved];
       const size = reply.j.length + reply.b.reduce((sum, buffer) => sum + buffer.byteLength, 0);
       return [ctx.false, ctx.newString("RangeError"), ctx.newString(`limit: memoryBytes: no room in the sandbox for the result of ${label} (${size} bytes)`)];

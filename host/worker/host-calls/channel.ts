@@ -4,12 +4,22 @@
 // Async calls go out on the call port and their answers come back on it as messages.
 // A synchronous call goes out the same way; then the worker thread sleeps in Atomics.wait
 // on a shared Int32 until the embedder has posted the answer on the sync-reply port and
-// notified it, and takes the answer with receiveMessageOnPort. No spinning: the wait
-// costs no CPU, and it is bounded by the caller's wall deadline.
+// notified it, and takes the answer with receiveMessageOnPort. Before that sleep it watches
+// the shared signal for a moment, only while such watching has been paying (an answer
+// within microseconds; host/adaptive-poll.ts): on a loaded machine the wait costs no CPU.
+// It is bounded by the caller's wall deadline.
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { performance } from "node:perf_hooks";
-import { AdaptivePoll } from "../../host-modules/adaptive-poll.js";
-import type { HostCallMessage, HostCallReply, HostCallsOpenMessage } from "../../host-modules/manifest.js";
+import { AdaptivePoll } from "../../adaptive-poll.js";
+import {
+  HOST_CALL_POLL_MS,
+  callToWire,
+  replyFromWire,
+  type HostCallMessage,
+  type HostCallReply,
+  type HostCallsOpenMessage,
+  type HostReplyWire,
+} from "../../host-modules/manifest.js";
 
 export type SyncOutcome = HostCallReply | "timeout";
 
@@ -42,8 +52,8 @@ export class HostCallChannel {
     this.calls = calls.port1;
     this.syncReplies = syncReplies.port1;
     this.signal = new Int32Array(signal);
-    this.calls.on("message", (reply: HostCallReply) => {
-      this.dispatch(reply);
+    this.calls.on("message", (reply: HostReplyWire) => {
+      this.dispatch(replyFromWire(reply));
       this.pollForReplies();
     });
     // Pending calls belong to a request, which keeps the worker busy anyway.
@@ -54,27 +64,29 @@ export class HostCallChannel {
   }
 
   private dispatch(reply: HostCallReply): void {
-    this.nextReply.arrived();
     const settle = this.waiting.get(reply.c);
     if (!settle) return; // the call was cancelled (its run ended): a late answer is dropped
     this.waiting.delete(reply.c);
     settle(reply);
   }
 
-  /** After an answer, poll briefly for the next one while calls are in flight (see adaptive-poll.ts). */
-  private readonly nextReply = new AdaptivePoll();
+  /** After an answer, poll briefly for the next one while calls are in flight (see host/adaptive-poll.ts). */
+  private readonly nextReply = new AdaptivePoll(HOST_CALL_POLL_MS);
 
   private pollForReplies(): void {
     const port = this.calls!;
     this.nextReply.poll(
       () => {
         const received = receiveMessageOnPort(port);
-        if (received) this.dispatch(received.message as HostCallReply);
+        if (received) this.dispatch(replyFromWire(received.message as HostReplyWire));
         return received !== undefined;
       },
       () => this.waiting.size > 0,
     );
   }
+
+  /** Before sleeping on a synchronous call's answer, watch for it briefly while that pays. */
+  private readonly syncReply = new AdaptivePoll(HOST_CALL_POLL_MS);
 
   /** Sends an async call; `settle` gets its answer once, unless `forget(id)` came first. */
   callAsync(token: number, fn: number, json: string, buffers: ArrayBuffer[], settle: (reply: HostCallReply) => void): number {
@@ -82,8 +94,7 @@ export class HostCallChannel {
     const c = this.nextCallId++;
     this.waiting.set(c, settle);
     const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 0 };
-    port.postMessage(call, buffers);
-    this.nextReply.sent();
+    port.postMessage(callToWire(call), buffers);
     return c;
   }
 
@@ -98,11 +109,18 @@ export class HostCallChannel {
     const c = this.nextCallId++;
     Atomics.store(signal, 0, 0);
     const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 1 };
-    port.postMessage(call, buffers);
+    port.postMessage(callToWire(call), buffers);
+    // The answer usually comes within microseconds while the embedder is polling for calls:
+    // watch the signal for a moment first (no lock, unlike the port) rather than go to
+    // sleep, while that pays (see host/adaptive-poll.ts).
+    this.syncReply.poll(
+      () => Atomics.load(signal, 0) !== 0,
+      () => Atomics.load(signal, 0) === 0,
+    );
     for (;;) {
       const received = receiveMessageOnPort(this.syncReplies!);
       if (received) {
-        const reply = received.message as HostCallReply;
+        const reply = replyFromWire(received.message as HostReplyWire);
         if (reply.c === c) return reply;
         continue; // the answer to an earlier call that timed out: dropped
       }

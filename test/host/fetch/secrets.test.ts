@@ -218,6 +218,29 @@ describe("redaction: secret values never come back", () => {
     expect(echoed.headers.authorization).toBe(`Bearer ${token}`);
   });
 
+  test("the body of a response to a request that carried a secret never goes to a bodyTarget: it is redacted on the host", async () => {
+    const t = transport();
+    const token = t.secretPlaceholder("API_TOKEN");
+    const asked: number[] = [];
+    // A target that would keep the bytes as they came off the wire (the sandbox's guest-heap blocks).
+    const bodyTarget = (length: number) => {
+      asked.push(length);
+      return { length, write() {}, release() {} };
+    };
+    const r = await fetchText(t, `${api.origin}/echo`, { headers: [["authorization", `Bearer ${token}`]] }, { bodyTarget });
+    expect(asked).toEqual([]);
+    expect(r.text).not.toContain(TOKEN);
+    expect((JSON.parse(r.text) as { headers: Record<string, string> }).headers.authorization).toBe(`Bearer ${token}`);
+    // After a same-origin redirect the secret is still carried: the final body stays on the host too.
+    const redirected = await fetchText(t, `${api.origin}/redirect?to=/echo`, { headers: [["x-api-key", token]] }, { bodyTarget });
+    expect(asked).toEqual([]);
+    expect(redirected.text).not.toContain(TOKEN);
+    // The same request without a secret does use the target.
+    const plain = await t.fetch(request(`${api.origin}/echo`), { bodyTarget });
+    expect(asked).toHaveLength(1);
+    expect(plain.placed?.length).toBe(asked[0]);
+  });
+
   test("a compressed echo is decoded first, then redacted", async () => {
     const t = transport();
     const token = t.secretPlaceholder("API_TOKEN");

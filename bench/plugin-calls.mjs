@@ -1,0 +1,88 @@
+// plugin.call round trips on a quiet and on a loaded machine (issue 12, target 3), each
+// beside a worker postMessage echo measured in the same conditions.
+//
+//   no added load: as the machine is.
+//   loaded: one CPU hog per core, each a child process spinning `for (;;) {}` (so the load
+//     competes for cores like another program would, not for this process's event loop),
+//     started before and killed after the measurement.
+//
+// Ours and the echo are measured in alternating blocks so that a noisy stretch hits both.
+// The load average (1 min) is printed beside each figure: the hogs take a minute to show
+// fully in it, so it reads low for the loaded rows.
+import { spawn } from "node:child_process";
+import { availableParallelism, loadavg } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Worker } from "node:worker_threads";
+import { percentile } from "./stats.mjs";
+
+const distIndex = new URL("../dist/src/index.js", import.meta.url).href;
+const PLUGIN = "let calls = 0; export function onEvent(n) { calls++; return n + 1; }";
+const BLOCK = 250;
+
+function summary(times) {
+  return { p50: percentile(times, 50), p90: percentile(times, 90), p99: percentile(times, 99), n: times.length };
+}
+
+/** Runs `body` while `count` child processes spin on the CPU; kills them however it ends. */
+async function withCpuHogs(count, body) {
+  const hogs = Array.from({ length: count }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
+  const kill = () => hogs.forEach((hog) => hog.kill("SIGKILL"));
+  process.once("exit", kill);
+  try {
+    await sleep(300); // started and spinning
+    return await body();
+  } finally {
+    kill();
+    process.off("exit", kill);
+    await sleep(300); // gone before the next measurement
+  }
+}
+
+async function measure(createSandbox, samples) {
+  const sandbox = await createSandbox();
+  const plugin = await sandbox.load(PLUGIN, { filename: "plugin.js" });
+  const worker = new Worker("const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => parentPort.postMessage(m));", { eval: true });
+  const echo = (i) =>
+    new Promise((resolve) => {
+      worker.once("message", resolve);
+      worker.postMessage({ id: i, request: { op: "call", sandboxId: 1, pluginId: 1, name: "onEvent", args: [i] } });
+    });
+  const call = async (i) => {
+    if ((await plugin.call("onEvent", i)) !== i + 1) throw new Error("plugin.call returned a wrong value");
+  };
+  const ours = [];
+  const base = [];
+  try {
+    for (let i = 0; i < 200; i++) {
+      await call(i);
+      await echo(i);
+    }
+    const load = loadavg()[0];
+    for (let done = 0; done < samples; done += BLOCK) {
+      for (const [op, into] of [[call, ours], [echo, base]]) {
+        for (let i = 0; i < BLOCK; i++) {
+          const start = performance.now();
+          await op(i);
+          into.push(performance.now() - start);
+        }
+      }
+    }
+    return { ours: summary(ours), echo: summary(base), load: Math.max(load, loadavg()[0]) };
+  } finally {
+    await worker.terminate();
+    await sandbox.dispose();
+  }
+}
+
+export async function benchPluginCalls({ quick = false } = {}) {
+  const { createSandbox } = await import(distIndex);
+  const samples = quick ? 2_000 : 10_000;
+  const cores = availableParallelism();
+  // Start the shared workers first (a fixed cost of the process).
+  const first = await createSandbox();
+  await first.run("export default () => 1");
+  await first.dispose();
+  const quiet = await measure(createSandbox, samples);
+  const loaded = await withCpuHogs(cores, () => measure(createSandbox, samples));
+  return { quiet, loaded, hogs: cores };
+}
