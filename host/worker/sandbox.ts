@@ -14,6 +14,7 @@ import type { ModuleUsage } from "./module-usage.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 import type { ActivationHostCalls } from "../host-modules/manifest.js";
 import { attachHostModules, renewHostCallToken } from "./bridge/host-modules.js";
+import { noteDroppedEngine } from "./engine-gc.js";
 
 export interface SandboxHost {
   /** Modules recent runs in this worker loaded: spare realms load them ahead of time. */
@@ -281,6 +282,7 @@ export class WorkerSandbox implements RealmServices {
   private async replaceEngine(): Promise<void> {
     const config = this.config();
     const { engine, tracking } = await this.host.newEngine(config.variant, config.limits.memoryBytes);
+    noteDroppedEngine(this.engine.memory.buffer.byteLength);
     this.engine = engine;
     this.tracking = tracking;
     this.parked.length = 0;

@@ -16,6 +16,7 @@ import type { LogEntry } from "../types.js";
 import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
 import { WorkerSandbox } from "./sandbox.js";
+import { noteDroppedEngine } from "./engine-gc.js";
 import { ModuleUsage } from "./module-usage.js";
 import { ActivationSlots, type ActivationControl } from "../activation-slots.js";
 import { currentThreadId } from "../thread-cpu.js";
@@ -102,6 +103,7 @@ export class WorkerHost {
         this.ready.delete(sandboxId);
         this.tombstones.set(sandboxId, sandbox.disposedReason ?? "its engine failed");
         this.post({ type: "disposed", sandboxId, reason: sandbox.disposedReason ?? "its engine failed" });
+        noteDroppedEngine(sandbox.engine.memory.buffer.byteLength);
       },
       newEngine: (variant, memoryBytes) => this.newEngine(variant, memoryBytes),
     });
@@ -163,7 +165,8 @@ export class WorkerHost {
     }, REFILL_DELAY_MS);
   }
 
-  private recycle(sandbox: WorkerSandbox): void {
+  /** Puts a disposed sandbox's engine back in the warm pool if it fits there; false when it is dropped. */
+  private recycle(sandbox: WorkerSandbox): boolean {
     const engine = sandbox.engine;
     if (
       this.pool.length < this.init.warmPoolSize &&
@@ -173,7 +176,9 @@ export class WorkerHost {
       // Its spare realm (if any) was never used: it goes back as it is.
       this.pool.push(sandbox);
       sandbox.prepareSpareSoon();
+      return true;
     }
+    return false;
   }
 
   async handle(id: number, request: WorkerRequest): Promise<void> {
@@ -261,7 +266,7 @@ export class WorkerHost {
         this.sandboxes.delete(request.sandboxId);
         this.ready.delete(request.sandboxId);
         this.tombstones.delete(request.sandboxId);
-        if (sandbox && sandbox.dispose()) this.recycle(sandbox);
+        if (sandbox && !(sandbox.dispose() && this.recycle(sandbox))) noteDroppedEngine(sandbox.engine.memory.buffer.byteLength);
         return true;
       }
     }
