@@ -23,7 +23,11 @@ export type WorkerRequest =
   | { op: "create"; sandboxId: number; config: SandboxConfig }
   | ActivationRequest
   | { op: "unload"; sandboxId: number; pluginId: number }
-  | { op: "dispose"; sandboxId: number }
+  /**
+   * The worker forgets the sandbox at once and frees its engine as idle work, or before
+   * answering with `freeNow` (a dedicated worker, which the embedder may terminate next).
+   */
+  | { op: "dispose"; sandboxId: number; freeNow?: boolean }
   /** Ends the activation of that slot if it is waiting (on timers or fetches); see activation-slots.ts. */
   | { op: "abort"; slot: number };
 

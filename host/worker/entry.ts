@@ -12,7 +12,5 @@ for (const [variant, module] of Object.entries(init.wasmModules)) adoptCompiledE
 const port = init.port;
 const host = new WorkerHost(init, port);
 HostCallChannel.install(port);
-port.on("message", (message: { id: number; request: WorkerRequest }) => {
-  void host.handle(message.id, message.request);
-});
-await host.start();
+port.on("message", (message: { id: number; request: WorkerRequest }) => host.handle(message.id, message.request));
+host.start();

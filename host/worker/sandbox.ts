@@ -22,6 +22,8 @@ export interface SandboxHost {
   onPoisoned(sandbox: WorkerSandbox): void;
   /** A fresh engine instance (and its rejection tracking) of the same variant and size. */
   newEngine(variant: SandboxConfig["variant"], memoryBytes: number): Promise<{ engine: EngineInstance; tracking: RejectionTracking }>;
+  /** Runs work nobody waits for once no run is queued in the worker (WorkerHost.whenIdle). */
+  whenIdle(task: () => void): void;
 }
 
 interface PluginSlot {
@@ -141,11 +143,11 @@ export class WorkerSandbox implements RealmServices {
     this.toFree.clear();
   }
 
-  /** Builds the spare realm right after the current request has been answered. */
+  /** Builds the spare realm after the current request has been answered, once no run is queued. */
   prepareSpareSoon(): void {
     if (this.spareScheduled || this.spare !== null || !this.alive) return;
     this.spareScheduled = true;
-    setImmediate(() => {
+    this.host.whenIdle(() => {
       this.spareScheduled = false;
       try {
         this.prepareSpare();

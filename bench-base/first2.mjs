@@ -1,0 +1,10 @@
+process.env.T0 = String(performance.timeOrigin + performance.now());
+const t0 = performance.now();
+const { createSandbox } = await import("/work/wt-perf-lifecycle/dist/src/index.js");
+const t1 = performance.now();
+console.error("imported at", (t1 - t0).toFixed(1));
+const s = await createSandbox();
+const r = await s.run("export default () => 1 + 1");
+const t2 = performance.now();
+console.error("first result at", (t2 - t0).toFixed(1));
+process.exit(0);
