@@ -10,7 +10,7 @@ import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from "
 import { availableParallelism } from "node:os";
 import { performance } from "node:perf_hooks";
 import { compiledEngineModule } from "./engine/wasm-binary.js";
-import type { ActivationRequest, WorkerInit, WorkerMessage, WorkerRequest } from "./protocol.js";
+import type { ActivationRequest, WorkerInit, WorkerMessage, WorkerModules, WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
 import { WATCHDOG_BYTES, WATCHDOG_FIELDS, WATCHDOG_REASON } from "./worker/guard.js";
 import { ActivationSlots, ACTIVATION_SLOTS_BYTES, NO_SLOT } from "./activation-slots.js";
@@ -144,15 +144,19 @@ export class WorkerConnection {
   lost: WorkerLostError | null = null;
   /** Runs the host functions this worker's guests call (host modules). */
   readonly hostCalls = new HostCallServer();
+  /** Settles once the worker has warmed its engine up (or is lost): see warmPool. */
+  readonly ready: Promise<void>;
+  private markReady!: () => void;
 
   constructor(private readonly pool: WorkerPool, readonly dedicated: boolean, warmPoolSize: number) {
+    this.ready = new Promise<void>((resolve) => (this.markReady = resolve));
     const watchdog = new SharedArrayBuffer(WATCHDOG_BYTES);
     this.watchdog = new Float64Array(watchdog);
     const activationSlots = new SharedArrayBuffer(ACTIVATION_SLOTS_BYTES);
     this.slots = new ActivationSlots(activationSlots);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    const init: WorkerInit = { port: port2, wasmModules: { release: compiledEngineModule("release") }, watchdog, activationSlots, warmPoolSize };
+    const init: WorkerInit = { port: port2, watchdog, activationSlots, warmPoolSize };
     this.worker = new Worker(new URL("./worker/entry.js", import.meta.url), {
       workerData: init,
       transferList: [port2],
@@ -161,6 +165,9 @@ export class WorkerConnection {
       // worker started from a file fail.
       execArgv: [],
     });
+    // Compiled (once per process) while the new thread starts, then sent first.
+    const modules: WorkerModules = { wasmModules: { release: compiledEngineModule("release") } };
+    this.port.postMessage(modules);
     this.worker.unref();
     this.port.unref();
     this.port.on("message", (message: WorkerMessage) => this.onMessage(message));
@@ -280,6 +287,7 @@ export class WorkerConnection {
       return;
     }
     if (message.type === "host-calls") return this.hostCalls.attach(message);
+    if (message.type === "ready") return this.markReady();
     if (message.type === "disposed") {
       this.disposeListeners.get(message.sandboxId)?.(message.reason);
       return;
@@ -352,6 +360,7 @@ export class WorkerConnection {
   private onLost(error: WorkerLostError): void {
     if (this.lost) return;
     this.lost = error;
+    this.markReady();
     this.pool.forget(this);
     for (const [id, pending] of [...this.pending]) {
       // The slot is not released: its "had effects" bit is read after the rejection.
@@ -491,9 +500,10 @@ export class WorkerPool {
     return this.shared.some((other) => other !== connection && other.queuedWork(nowEpochMs) + 1 < here);
   }
 
-  /** Starts the shared workers now instead of at the first createSandbox. */
-  warmUp(): void {
+  /** Starts the shared workers now instead of at the first createSandbox; settles once they are warm. */
+  warmUp(): Promise<void> {
     while (this.shared.length < this.options.sharedWorkers) this.startShared();
+    return Promise.all(this.shared.map((connection) => connection.ready)).then(() => undefined);
   }
 
   forget(connection: WorkerConnection): void {
@@ -579,4 +589,14 @@ export function configurePool(options: Partial<PoolOptions> = {}): PoolOptions {
   const pool = sharedPool();
   pool.configure(options);
   return { ...pool.options };
+}
+
+/**
+ * Starts the shared workers now (exported from "scriptbox"), so that the first sandbox
+ * does not wait for a worker thread to start (tens of ms, more on a busy machine).
+ * Without it they start at the first createSandbox: importing scriptbox starts nothing.
+ * The promise settles once every shared worker is ready; awaiting it is optional.
+ */
+export function warmPool(): Promise<void> {
+  return sharedPool().warmUp();
 }

@@ -67,10 +67,18 @@ export type WorkerMessage =
 export interface WorkerInit {
   /** The channel both ways (a MessagePort, so the embedder can take replies synchronously). */
   port: import("node:worker_threads").MessagePort;
-  wasmModules: Partial<Record<EngineVariantName, WebAssembly.Module>>;
   /** Shared with the embedder's watchdog: [deadline (epoch ms, 0 = not in guest code), sandboxId]. */
   watchdog: SharedArrayBuffer;
   /** Shared per-activation slots (host/activation-slots.ts). */
   activationSlots: SharedArrayBuffer;
   warmPoolSize: number;
+}
+
+/**
+ * The first message on the port: the compiled engine module(s). Sent after the thread was
+ * started rather than in its workerData, so that compiling the module on the embedder's
+ * thread (the first time) overlaps the worker thread's own start-up.
+ */
+export interface WorkerModules {
+  wasmModules: Partial<Record<EngineVariantName, WebAssembly.Module>>;
 }

@@ -35,7 +35,7 @@ import { loadUndici } from "../fetch/sharedDispatcher.js";
 const REFILL_DELAY_MS = 15;
 /** The engine warm-up (see warmUp): loop iterations of guest code, in this many slices. */
 const WARM_UP_ITERATIONS = 300_000;
-const WARM_UP_SLICES = 10;
+const WARM_UP_SLICES = 30;
 /** An engine grown past this is not recycled: its memory never shrinks. */
 const RECYCLE_MAX_MEMORY_BYTES = 24 * 1024 * 1024;
 /** Streamed console entries per message at most (see queueLog). */
@@ -152,7 +152,10 @@ export class WorkerHost {
    */
   start(): void {
     this.refill(0);
-    this.warmUp().catch(() => undefined);
+    // "ready" in every case: warmPool() waits for it.
+    this.warmUp()
+      .catch(() => undefined)
+      .finally(() => this.post({ type: "ready" }));
   }
 
   /**
@@ -182,7 +185,6 @@ export class WorkerHost {
     }
     await idle();
     this.free(sandbox);
-    this.post({ type: "ready" });
   }
 
   /**
@@ -199,8 +201,8 @@ export class WorkerHost {
     this.idleScheduled = true;
     setImmediate(() => {
       this.idleScheduled = false;
-      // pump() schedules idle work again once the queue has drained.
-      if (this.queued.length > 0) return;
+      // pump() schedules idle work again once it has started every queued run.
+      if (this.pumping || this.queued.length > 0) return;
       const task = this.idleWork.shift();
       try {
         task?.();
