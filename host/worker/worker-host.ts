@@ -282,8 +282,8 @@ export class WorkerHost {
     this.pumping = true;
     try {
       for (let next = this.queued.shift(); next; next = this.queued.shift()) {
-        // Disposed sandboxes first: freeing one is cheap and refills the warm pool this run may need.
-        this.freeDisposed();
+        // An empty warm pool: free the disposed sandboxes first (cheap), their engines may serve this run.
+        if (this.pool.length === 0) this.freeDisposed();
         await this.materialize(next.request.sandboxId)?.catch(() => undefined);
         void this.answer(next.id, next.request);
         await new Promise((resolve) => setImmediate(resolve));
