@@ -501,9 +501,13 @@ export class WorkerPool {
   }
 
   /** Starts the shared workers now instead of at the first createSandbox; settles once they are warm. */
-  warmUp(): Promise<void> {
-    while (this.shared.length < this.options.sharedWorkers) this.startShared();
-    return Promise.all(this.shared.map((connection) => connection.ready)).then(() => undefined);
+  async warmUp(): Promise<void> {
+    // One after another: threads starting side by side share the cores with the embedder
+    // and each other, so all of them would be ready later than the first one alone.
+    for (let started = 0; started < this.options.sharedWorkers && this.shared.length < this.options.sharedWorkers; started++) {
+      await this.startShared().ready;
+    }
+    await Promise.all(this.shared.map((connection) => connection.ready));
   }
 
   forget(connection: WorkerConnection): void {
