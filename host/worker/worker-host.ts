@@ -5,15 +5,16 @@
 // of what "create a sandbox and run 1 + 1" would cost; done ahead of time, creating a
 // sandbox is taking one from the pool.
 //
-// Scheduling (docs/architecture.md, "Scheduling in a worker"): requests are answered in
-// the order they arrive, but
+// Scheduling (docs/architecture.md, "Sandbox lifecycle and scheduling"): requests are
+// answered in the order they arrive, but
 //  - "create" only records the sandbox: its engine is taken (or built) at its first run,
 //    so a burst of creates never queues engine builds ahead of runs;
 //  - runs and loads (the requests that build a realm and enter guest code) start one per
 //    turn of the event loop, so the timers, fetches and host calls of runs already started
 //    are served between them instead of after the whole queue;
-//  - work nobody waits for (freeing a disposed sandbox, spare realms, refilling the warm
-//    pool, the engine warm-up) runs only while no run or load is queued ("idle work").
+//  - "dispose" forgets the sandbox at once and frees it in the next turn, off the reply;
+//  - work nobody waits for (spare realms, refilling the warm pool, the engine warm-up)
+//    runs only while no run or load is queued or starting ("idle work").
 import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { performance } from "node:perf_hooks";
 import { inspect } from "node:util";
@@ -398,9 +399,9 @@ export class WorkerHost {
         this.ready.delete(request.sandboxId);
         this.tombstones.delete(request.sandboxId);
         if (!sandbox) return true;
-        // Gone for every later request now. Its engine is freed after this answer, before
-        // the next run starts (see pump: the next run may take it from the warm pool), or
-        // now when the embedder waits for the free (a dedicated worker it may terminate).
+        // Gone for every later request now. Its realms are freed in the next turn, off this
+        // answer (or ahead of a run that finds the warm pool empty: see pump), or before
+        // answering when the embedder waits for it (a dedicated worker it may terminate).
         if (request.freeNow) {
           const created = await sandbox.catch(() => null);
           if (created) this.free(created);
