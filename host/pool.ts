@@ -412,7 +412,10 @@ export class WorkerPool {
   acquireShared(): WorkerConnection {
     let connection: WorkerConnection;
     if (this.shared.length < this.options.sharedWorkers) {
-      connection = this.startShared();
+      // A new worker only while every running one already has sandboxes: one still
+      // starting (see warmPool) is ready sooner than a thread started now.
+      const now = performance.timeOrigin + performance.now();
+      connection = this.shared.find((candidate) => candidate.sandboxCount === 0 && candidate.queuedWork(now) === 0) ?? this.startShared();
     } else {
       // Least queued work; ties go round-robin, so sandboxes created one after another
       // land on different workers while each refills its warm pool.

@@ -169,6 +169,7 @@ export class WorkerHost {
     const idle = () => new Promise<void>((resolve) => this.whenIdle(resolve));
     await idle();
     const sandbox = this.pool.shift() ?? (await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes));
+    await idle();
     sandbox.configure(0, {
       limits: { ...DEFAULT_LIMITS },
       allow: [],
@@ -202,6 +203,8 @@ export class WorkerHost {
     this.idleScheduled = true;
     setImmediate(() => {
       this.idleScheduled = false;
+      // Requests that arrived since the last turn go first.
+      this.takePendingRequests();
       // pump() schedules idle work again once it has started every queued run.
       if (this.pumping || this.queued.length > 0) return;
       const task = this.idleWork.shift();
@@ -212,6 +215,14 @@ export class WorkerHost {
       }
       this.scheduleIdle();
     });
+  }
+
+  /** Takes the requests waiting on the port now, without waiting for the event loop's next poll. */
+  private takePendingRequests(): void {
+    for (let received = receiveMessageOnPort(this.port); received; received = receiveMessageOnPort(this.port)) {
+      const message = received.message as { id: number; request: WorkerRequest };
+      this.handle(message.id, message.request);
+    }
   }
 
   /**
@@ -230,8 +241,9 @@ export class WorkerHost {
         }
         this.newSandbox("release", DEFAULT_LIMITS.memoryBytes)
           .then((sandbox) => {
-            sandbox.prepareSpare();
+            // Its spare realm is another slice of idle work (the engine was built off a turn).
             this.pool.push(sandbox);
+            sandbox.prepareSpareSoon();
           })
           .catch(() => {
             // Out of memory or similar: the pool stays smaller; requests build sandboxes themselves.
