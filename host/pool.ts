@@ -339,7 +339,10 @@ export class WorkerConnection {
       this.watched = { deadline, cpuDeadlineNs, seenAt: nowEpochMs };
       return;
     }
-    if (nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0 && this.pool.hasRoomElsewhere(this, nowEpochMs)) {
+    // Sandbox 0 is the worker's own warm-up (idle work in slices of a few ms, which a
+    // slow machine can stretch past MOVE_QUEUED_AFTER_MS): nothing to move away from.
+    const warmingUp = this.watchdog[WATCHDOG_FIELDS.sandboxId] === 0;
+    if (!warmingUp && nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0 && this.pool.hasRoomElsewhere(this, nowEpochMs)) {
       for (const move of [...this.movable]) move();
     }
     let reason: "cpu" | "timeout" = this.watchdog[WATCHDOG_FIELDS.reason] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
