@@ -2,10 +2,10 @@
 // same run, as ratios. A script that reports, never a test that asserts: this machine is
 // noisy, so compare ratios, not absolute times, between runs.
 //
-//   node bench/run.mjs [--quick] [--only sandbox,host-modules,http,webapis,packages,emulator,tenancy,queue] [--markdown]
+//   node bench/run.mjs [--quick] [--only sandbox,lifecycle,host-modules,http,webapis,packages,emulator,tenancy,queue] [--markdown]
 //
 // --quick      fewer samples (a smoke run, ~30 s)
-// --only       run some sections only (sandbox, host-modules, http, webapis, packages, queue, emulator, tenancy)
+// --only       run some sections only (sandbox, lifecycle, host-modules, http, webapis, packages, queue, emulator, tenancy)
 // --markdown   also print the figures as rows of the table in docs/performance.md
 //
 // Needs the built package (npm run bench builds first). Re-executes itself with
@@ -46,6 +46,10 @@ const TARGETS = {
   syncHostCall: "<= 25 µs",
   loadedPluginCall: "p90 <= 60 µs",
   moduleCreateCost: "<= 0.3 ms added",
+  cycleP99: "p99 <= 5 ms",
+  cycleP50: "p50 <= 1.5x bare",
+  burstFirst: "<= 100 ms",
+  firstSandbox: "<= 50 ms",
 };
 
 const met = (ok) => (ok ? "met" : "MISSED");
@@ -160,6 +164,41 @@ await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripte
 
   for (const line of table(["figure", "ours", "bare", "ratio", "target", "note"], rows)) out(line);
   out("dispose: \"create + run\" stops the clock when run() resolves; \"+ dispose\" also awaits sandbox.dispose().");
+});
+
+await section("lifecycle", "Sandbox lifecycle (issue 12): create + run + dispose, a 200-sandbox burst, the first sandbox of a process; each scenario in a fresh process", async () => {
+  const { benchLifecycle } = await import("./lifecycle.mjs");
+  const r = await benchLifecycle({ quick });
+  const three = (x) => `${formatMs(x.p50)} / ${formatMs(x.p90)} / ${formatMs(x.p99)}`;
+  const { cycle, bursts, first } = r;
+  const rows = [];
+  for (const [title, x] of [["create + run + dispose, back to back", cycle.backToBack], [`create + run + dispose, idle pool (25 ms between)`, cycle.idle]]) {
+    const ok = x.p99 <= 5 && x.p50 <= 1.5 * cycle.bare.p50;
+    rows.push([title, three(x), three(cycle.bare), ratio(x.p50, cycle.bare.p50), `${TARGETS.cycleP99}, ${TARGETS.cycleP50} (${met(ok)})`, `n=${x.n}; bare with the package loaded: ${three(cycle.bareLoaded)}`]);
+    md(`${title} (p50 / p90 / p99)`, three(x), `${three(cycle.bare)} (bare engine cycle)`, ratio(x.p50, cycle.bare.p50), `${TARGETS.cycleP99}, ${TARGETS.cycleP50} (${met(ok)})`);
+  }
+  const { ours, vm } = bursts;
+  const burstOk = ours.first.p50 <= 100;
+  rows.push([`${bursts.burst} createSandbox + run (50 ms timer) at once: first result`, three(ours.first), `${three(vm.first)} (node:vm)`, ratio(ours.first.p50, vm.first.p50), `${TARGETS.burstFirst} (${met(burstOk)})`, `${bursts.rounds} bursts`]);
+  rows.push(["  same: all results", three(ours.all), `${three(vm.all)} (node:vm)`, ratio(ours.all.p50, vm.all.p50), "", `each result: ${three(ours.each)}`]);
+  md(`${bursts.burst} sandboxes submitted at once, each waiting 50 ms: first result (p50 / p90 / p99)`, three(ours.first), `${three(vm.first)} (node:vm contexts)`, ratio(ours.first.p50, vm.first.p50), `${TARGETS.burstFirst} (${met(burstOk)})`);
+  md(`${bursts.burst} sandboxes submitted at once: all results`, three(ours.all), `${three(vm.all)} (node:vm contexts)`, ratio(ours.all.p50, vm.all.p50), "");
+  const modes = [
+    ["lazy", "first sandbox, fresh process: workers start at the first createSandbox (default)"],
+    ["warm", "  warmPool() right after the import, createSandbox at once"],
+    ["lazy-gap", `  default, ${r.gapMs} ms of other start-up before createSandbox`],
+    ["warm-gap", `  warmPool(), ${r.gapMs} ms of other start-up, then createSandbox`],
+  ];
+  for (const [mode, title] of modes) {
+    const x = first[mode];
+    if (x.n === 0) continue;
+    const ok = x.p50 <= 50;
+    rows.push([title, three(x), `${three(first.bare)} (worker + bare engine)`, ratio(x.p50, first.bare.p50), `${TARGETS.firstSandbox} (${met(ok)})`, `n=${x.n} processes; createSandbox → first result`]);
+    md(`${title.trim()} (p50 / p90 / p99)`, three(x), `${three(first.bare)} (new worker thread + bare engine cycle)`, ratio(x.p50, first.bare.p50), `${TARGETS.firstSandbox} (${met(ok)})`);
+  }
+  rows.push(["  import \"scriptbox\" (for scale)", three(r.importMs), "", "", "", ""]);
+  for (const line of table(["figure", "ours p50 / p90 / p99", "baseline p50 / p90 / p99", "p50 ratio", "target", "note"], rows)) out(line);
+  out(`load average at the end of the section: ${loadavg().map((x) => x.toFixed(2)).join(", ")}`);
 });
 
 await section("host-modules", "Host modules (issue 9): host function calls from the guest, beside the floors measured in the same run", async () => {

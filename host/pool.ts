@@ -10,7 +10,7 @@ import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from "
 import { availableParallelism } from "node:os";
 import { performance } from "node:perf_hooks";
 import { compiledEngineModule } from "./engine/wasm-binary.js";
-import { CALL_POLL_MS, type ActivationRequest, type WorkerInit, type WorkerMessage, type WorkerRequest } from "./protocol.js";
+import { CALL_POLL_MS, type ActivationRequest, type WorkerInit, type WorkerMessage, type WorkerModules, type WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
 import { WATCHDOG_BYTES, WATCHDOG_FIELDS, WATCHDOG_REASON } from "./worker/guard.js";
 import { ActivationSlots, ACTIVATION_SLOTS_BYTES, NO_SLOT } from "./activation-slots.js";
@@ -144,15 +144,19 @@ export class WorkerConnection {
   lost: WorkerLostError | null = null;
   /** Runs the host functions this worker's guests call (host modules). */
   readonly hostCalls = new HostCallServer();
+  /** Settles once the worker has warmed its engine up (or is lost): see warmPool. */
+  readonly ready: Promise<void>;
+  private markReady!: () => void;
 
   constructor(private readonly pool: WorkerPool, readonly dedicated: boolean, warmPoolSize: number) {
+    this.ready = new Promise<void>((resolve) => (this.markReady = resolve));
     const watchdog = new SharedArrayBuffer(WATCHDOG_BYTES);
     this.watchdog = new Float64Array(watchdog);
     const activationSlots = new SharedArrayBuffer(ACTIVATION_SLOTS_BYTES);
     this.slots = new ActivationSlots(activationSlots);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    const init: WorkerInit = { port: port2, wasmModules: { release: compiledEngineModule("release") }, watchdog, activationSlots, warmPoolSize };
+    const init: WorkerInit = { port: port2, watchdog, activationSlots, warmPoolSize };
     this.worker = new Worker(new URL("./worker/entry.js", import.meta.url), {
       workerData: init,
       transferList: [port2],
@@ -161,6 +165,9 @@ export class WorkerConnection {
       // worker started from a file fail.
       execArgv: [],
     });
+    // Compiled (once per process) while the new thread starts, then sent first.
+    const modules: WorkerModules = { wasmModules: { release: compiledEngineModule("release") } };
+    this.port.postMessage(modules);
     this.worker.unref();
     this.port.unref();
     this.port.on("message", (message: WorkerMessage) => this.onMessage(message));
@@ -280,6 +287,7 @@ export class WorkerConnection {
       return;
     }
     if (message.type === "host-calls") return this.hostCalls.attach(message);
+    if (message.type === "ready") return this.markReady();
     if (message.type === "disposed") {
       this.disposeListeners.get(message.sandboxId)?.(message.reason);
       return;
@@ -326,7 +334,10 @@ export class WorkerConnection {
       this.watched = { deadline, cpuDeadlineNs, seenAt: nowEpochMs };
       return;
     }
-    if (nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0 && this.pool.hasRoomElsewhere(this, nowEpochMs)) {
+    // Sandbox 0 is the worker's own warm-up (idle work in slices of a few ms, which a
+    // slow machine can stretch past MOVE_QUEUED_AFTER_MS): nothing to move away from.
+    const warmingUp = this.watchdog[WATCHDOG_FIELDS.sandboxId] === 0;
+    if (!warmingUp && nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0 && this.pool.hasRoomElsewhere(this, nowEpochMs)) {
       for (const move of [...this.movable]) move();
     }
     let reason: "cpu" | "timeout" = this.watchdog[WATCHDOG_FIELDS.reason] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
@@ -347,6 +358,7 @@ export class WorkerConnection {
   private onLost(error: WorkerLostError): void {
     if (this.lost) return;
     this.lost = error;
+    this.markReady();
     this.pool.forget(this);
     for (const [id, pending] of [...this.pending]) {
       // The slot is not released: its "had effects" bit is read after the rejection.
@@ -397,7 +409,10 @@ export class WorkerPool {
   acquireShared(): WorkerConnection {
     let connection: WorkerConnection;
     if (this.shared.length < this.options.sharedWorkers) {
-      connection = this.startShared();
+      // A new worker only while every running one already has sandboxes: one still
+      // starting (see warmPool) is ready sooner than a thread started now.
+      const now = performance.timeOrigin + performance.now();
+      connection = this.shared.find((candidate) => candidate.sandboxCount === 0 && candidate.queuedWork(now) === 0) ?? this.startShared();
     } else {
       // Least queued work; ties go round-robin, so sandboxes created one after another
       // land on different workers while each refills its warm pool.
@@ -485,9 +500,14 @@ export class WorkerPool {
     return this.shared.some((other) => other !== connection && other.queuedWork(nowEpochMs) + 1 < here);
   }
 
-  /** Starts the shared workers now instead of at the first createSandbox. */
-  warmUp(): void {
-    while (this.shared.length < this.options.sharedWorkers) this.startShared();
+  /** Starts the shared workers now instead of at the first createSandbox; settles once they are warm. */
+  async warmUp(): Promise<void> {
+    // One after another: threads starting side by side share the cores with the embedder
+    // and each other, so all of them would be ready later than the first one alone.
+    for (let started = 0; started < this.options.sharedWorkers && this.shared.length < this.options.sharedWorkers; started++) {
+      await this.startShared().ready;
+    }
+    await Promise.all(this.shared.map((connection) => connection.ready));
   }
 
   forget(connection: WorkerConnection): void {
@@ -573,4 +593,14 @@ export function configurePool(options: Partial<PoolOptions> = {}): PoolOptions {
   const pool = sharedPool();
   pool.configure(options);
   return { ...pool.options };
+}
+
+/**
+ * Starts the shared workers now (exported from "scriptbox"), so that the first sandbox
+ * does not wait for a worker thread to start (tens of ms, more on a busy machine).
+ * Without it they start at the first createSandbox: importing scriptbox starts nothing.
+ * The promise settles once every shared worker is ready; awaiting it is optional.
+ */
+export function warmPool(): Promise<void> {
+  return sharedPool().warmUp();
 }

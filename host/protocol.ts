@@ -23,7 +23,11 @@ export type WorkerRequest =
   | { op: "create"; sandboxId: number; config: SandboxConfig }
   | ActivationRequest
   | { op: "unload"; sandboxId: number; pluginId: number }
-  | { op: "dispose"; sandboxId: number }
+  /**
+   * The worker forgets the sandbox at once and frees its engine as idle work, or before
+   * answering with `freeNow` (a dedicated worker, which the embedder may terminate next).
+   */
+  | { op: "dispose"; sandboxId: number; freeNow?: boolean }
   /** Ends the activation of that slot if it is waiting (on timers or fetches); see activation-slots.ts. */
   | { op: "abort"; slot: number };
 
@@ -63,7 +67,6 @@ export type WorkerMessage =
 export interface WorkerInit {
   /** The channel both ways (a MessagePort, so the embedder can take replies synchronously). */
   port: import("node:worker_threads").MessagePort;
-  wasmModules: Partial<Record<EngineVariantName, WebAssembly.Module>>;
   /** Shared with the embedder's watchdog: [deadline (epoch ms, 0 = not in guest code), sandboxId]. */
   watchdog: SharedArrayBuffer;
   /** Shared per-activation slots (host/activation-slots.ts). */
@@ -80,3 +83,12 @@ export interface WorkerInit {
  * (host/adaptive-poll.ts).
  */
 export const CALL_POLL_MS = 0.2;
+
+/**
+ * The first message on the port: the compiled engine module(s). Sent after the thread was
+ * started rather than in its workerData, so that compiling the module on the embedder's
+ * thread (the first time) overlaps the worker thread's own start-up.
+ */
+export interface WorkerModules {
+  wasmModules: Partial<Record<EngineVariantName, WebAssembly.Module>>;
+}

@@ -326,8 +326,17 @@ export class Sandbox {
     this.#home = null;
     home.connection.onLog(this.#id, null);
     home.connection.onDisposed(this.#id, null);
+    if (!home.connection.dedicated) {
+      // Not awaited: a shared worker forgets the sandbox as soon as the message arrives
+      // (every later request to it finds it gone) and frees its engine when no run is
+      // queued, so neither this caller nor the next sandbox's run waits for the free.
+      if (!home.connection.lost) home.connection.request({ op: "dispose", sandboxId: this.#id }).catch(() => undefined);
+      this.#pool.release(home.connection);
+      return;
+    }
     try {
-      if (!home.connection.lost) await home.connection.request({ op: "dispose", sandboxId: this.#id });
+      // A dedicated worker may be terminated once released: free the engine first.
+      if (!home.connection.lost) await home.connection.request({ op: "dispose", sandboxId: this.#id, freeNow: true });
     } catch {
       // The worker is gone: nothing left to free.
     } finally {

@@ -2,7 +2,7 @@
 export { createSandbox, runScript, Sandbox, Plugin } from "../host/sandbox.js";
 export { SandboxDisposedError, ScriptError } from "../host/errors.js";
 export { DEFAULT_LIMITS } from "../host/limits.js";
-export { configurePool, poolStats, type PoolOptions, type PoolStats } from "../host/pool.js";
+export { configurePool, poolStats, warmPool, type PoolOptions, type PoolStats } from "../host/pool.js";
 export { HostError } from "../host/host-modules/host-error.js";
 export { hostSync, type SyncHostFunction } from "../host/host-modules/host-sync.js";
 export type { GuestModule, GuestValue, HostCallContext, HostModule, HostModules } from "../host/host-modules/types.js";

@@ -100,12 +100,13 @@ export class SandboxFetchTransport {
   readonly limits: Readonly<FetchLimits>;
   readonly #policy: NetworkPolicy;
   readonly #secrets: SecretStore;
-  readonly #dispatcher: Dispatcher;
+  /** The worker's shared Agent unless one was given; taken at the first fetch (undici loads then). */
+  readonly #dispatcher: Dispatcher | null;
   readonly #gate: ConcurrencyGate;
   readonly #inFlight = new Set<Cancellation>();
   readonly #runCounter = { fetches: 0 };
 
-  constructor(options: SandboxFetchTransportOptions, dispatcher: Dispatcher = sharedDispatcher()) {
+  constructor(options: SandboxFetchTransportOptions, dispatcher: Dispatcher | null = null) {
     this.#policy = new NetworkPolicy(options.allow, options.resolver);
     this.limits = Object.freeze(resolveFetchLimits(options.limits));
     this.#secrets = new SecretStore(options.secrets ?? {});
@@ -274,7 +275,7 @@ export class SandboxFetchTransport {
     for (let i = 0; ; i++) {
       request.origin = ipOrigin(target, i);
       try {
-        return await exchange(this.#dispatcher, request, cancellation, limit);
+        return await exchange(this.#dispatcher ?? sharedDispatcher(), request, cancellation, limit);
       } catch (error) {
         const code = (error as { code?: unknown }).code;
         if (i === last || cancellation.reason || typeof code !== "string" || !CONNECT_FAILURES.has(code)) throw error;

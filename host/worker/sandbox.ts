@@ -23,6 +23,8 @@ export interface SandboxHost {
   onPoisoned(sandbox: WorkerSandbox): void;
   /** A fresh engine instance (and its rejection tracking) of the same variant and size. */
   newEngine(variant: SandboxConfig["variant"], memoryBytes: number): Promise<{ engine: EngineInstance; tracking: RejectionTracking }>;
+  /** Runs work nobody waits for once no run is queued in the worker (WorkerHost.whenIdle). */
+  whenIdle(task: () => void): void;
 }
 
 interface PluginSlot {
@@ -143,15 +145,14 @@ export class WorkerSandbox implements RealmServices {
   }
 
   /**
-   * Builds the spare realm right after the current request has been answered. A run that
-   * has ended by then (most do, within the turn that answered it) has its realm freed
-   * first: the spare then reuses that memory instead of touching more of the instance's
-   * (resident memory per idle sandbox), and the next request waits behind both either way.
+   * Builds the spare realm after the current request has been answered, once no run is
+   * queued. A run that has ended by then has its realm freed first: the spare then reuses
+   * that memory instead of touching more of the instance's (resident memory per idle sandbox).
    */
   prepareSpareSoon(): void {
     if (this.spareScheduled || this.spare !== null || !this.alive) return;
     this.spareScheduled = true;
-    setImmediate(() => {
+    this.host.whenIdle(() => {
       this.spareScheduled = false;
       this.flushFrees();
       try {

@@ -4,6 +4,17 @@
 // Why a warm pool: instantiating the wasm (~1.5 ms) and building a realm (~1 ms) is most
 // of what "create a sandbox and run 1 + 1" would cost; done ahead of time, creating a
 // sandbox is taking one from the pool.
+//
+// Scheduling (docs/architecture.md, "Sandbox lifecycle and scheduling"): requests are
+// answered in the order they arrive, but
+//  - "create" only records the sandbox: its engine is taken (or built) at its first run,
+//    so a burst of creates never queues engine builds ahead of runs;
+//  - runs and loads (the requests that build a realm and enter guest code) start one per
+//    turn of the event loop, so the timers, fetches and host calls of runs already started
+//    are served between them instead of after the whole queue;
+//  - "dispose" forgets the sandbox at once and frees it in the next turn, off the reply;
+//  - work nobody waits for (spare realms, refilling the warm pool, the engine warm-up)
+//    runs only while no run or load is queued or starting ("idle work").
 import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { performance } from "node:perf_hooks";
 import { inspect } from "node:util";
@@ -11,7 +22,7 @@ import { createEngineInstance } from "../engine/instance.js";
 import { findTrackerFieldOffset, RejectionTracking, verifyRejectionTracking } from "../engine/rejection-tracker.js";
 import type { EngineVariantName } from "../engine/wasm-binary.js";
 import { DEFAULT_LIMITS } from "../limits.js";
-import { CALL_POLL_MS, type ActivationRequest, type WorkerInit, type WorkerMessage, type WorkerRequest } from "../protocol.js";
+import { CALL_POLL_MS, type ActivationRequest, type SandboxConfig, type WorkerInit, type WorkerMessage, type WorkerRequest } from "../protocol.js";
 import type { LogEntry } from "../types.js";
 import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
@@ -21,9 +32,13 @@ import { ModuleUsage } from "./module-usage.js";
 import { ActivationSlots, type ActivationControl } from "../activation-slots.js";
 import { currentThreadId } from "../thread-cpu.js";
 import { AdaptivePoll } from "../adaptive-poll.js";
+import { loadUndici } from "../fetch/sharedDispatcher.js";
 
 /** How long the pool waits before building new engines (recycled ones may refill it first). */
 const REFILL_DELAY_MS = 15;
+/** The engine warm-up (see warmUp): loop iterations of guest code, in this many slices. */
+const WARM_UP_ITERATIONS = 300_000;
+const WARM_UP_SLICES = 30;
 /** An engine grown past this is not recycled: its memory never shrinks. */
 const RECYCLE_MAX_MEMORY_BYTES = 24 * 1024 * 1024;
 /** Streamed console entries per message at most (see queueLog). */
@@ -45,6 +60,17 @@ export class WorkerHost {
   private readonly slots: ActivationSlots;
   /** How to end each waiting activation, by slot, for "abort" messages. */
   private readonly aborters = new Map<number, () => void>();
+  /** Sandboxes created and not run yet: their engine is bound at the first activation. */
+  private readonly declared = new Map<number, SandboxConfig>();
+  /** Runs and loads not started yet (see pump). */
+  private readonly queued: { id: number; request: ActivationRequest }[] = [];
+  /** Whether pump is starting queued runs and loads. */
+  private pumping = false;
+  private readonly idleWork: (() => void)[] = [];
+  private idleScheduled = false;
+  private undiciRequested = false;
+  /** Sandboxes disposed and not freed yet (see "dispose" and pump). */
+  private readonly disposed: WorkerSandbox[] = [];
 
   constructor(private readonly init: WorkerInit, private readonly port: MessagePort) {
     this.watchdog = new WatchdogSlot(init.watchdog);
@@ -106,6 +132,7 @@ export class WorkerHost {
         noteDroppedEngine(sandbox.engine.memory.buffer.byteLength);
       },
       newEngine: (variant, memoryBytes) => this.newEngine(variant, memoryBytes),
+      whenIdle: (task) => this.whenIdle(task),
     });
   }
 
@@ -122,9 +149,30 @@ export class WorkerHost {
     return { engine, tracking };
   }
 
-  /** Warms V8's wasm tiers (the first long evaluation is ~3x slower) and fills the pool. */
-  async start(): Promise<void> {
-    const sandbox = await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes);
+  /**
+   * Fills the warm pool and warms V8's wasm tiers (the first long evaluation is ~3x
+   * slower), both as idle work: a request that arrives while the worker starts is served
+   * first (the first sandbox of a process waits for nothing but the thread and its engine).
+   */
+  start(): void {
+    this.refill(0);
+    // "ready" in every case: warmPool() waits for it.
+    this.warmUp()
+      .catch(() => undefined)
+      .finally(() => this.post({ type: "ready" }));
+  }
+
+  /**
+   * ~300,000 loop iterations of guest code, in slices of idle work: V8 tiers hot wasm
+   * functions up by the work done in them, not by how long one evaluation lasts, so short
+   * slices warm it as well as one long run while a request that arrives waits for one
+   * slice (a few ms) at most.
+   */
+  private async warmUp(): Promise<void> {
+    const idle = () => new Promise<void>((resolve) => this.whenIdle(resolve));
+    await idle();
+    const sandbox = this.pool.shift() ?? (await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes));
+    await idle();
     sandbox.configure(0, {
       limits: { ...DEFAULT_LIMITS },
       allow: [],
@@ -135,10 +183,49 @@ export class WorkerHost {
       streamLogs: false,
       variant: "release",
     });
-    await sandbox.run("let s = 0; for (let i = 0; i < 300000; i++) s += i % 7; export default () => s", "warmup.js", undefined);
-    sandbox.dispose();
-    this.post({ type: "ready" });
-    this.refill();
+    const loaded = await sandbox.load(0, "export function spin(n) { let s = 0; for (let i = 0; i < n; i++) s += i % 7; return s }", "warmup.js");
+    for (let slice = 0; loaded.ok && slice < WARM_UP_SLICES; slice++) {
+      await idle();
+      await sandbox.call(0, "spin", [WARM_UP_ITERATIONS / WARM_UP_SLICES]);
+    }
+    await idle();
+    this.free(sandbox);
+  }
+
+  /**
+   * Runs `task` once no run or load is queued, one task per turn of the event loop:
+   * work nobody waits for must not delay work somebody does.
+   */
+  whenIdle(task: () => void): void {
+    this.idleWork.push(task);
+    this.scheduleIdle();
+  }
+
+  private scheduleIdle(): void {
+    if (this.idleScheduled || this.idleWork.length === 0) return;
+    this.idleScheduled = true;
+    setImmediate(() => {
+      this.idleScheduled = false;
+      // Requests that arrived since the last turn go first.
+      this.takePendingRequests();
+      // pump() schedules idle work again once it has started every queued run.
+      if (this.pumping || this.queued.length > 0) return;
+      const task = this.idleWork.shift();
+      try {
+        task?.();
+      } catch {
+        // Idle work is best effort (a spare realm, a refill): requests do it themselves.
+      }
+      this.scheduleIdle();
+    });
+  }
+
+  /** Takes the requests waiting on the port now, without waiting for the event loop's next poll. */
+  private takePendingRequests(): void {
+    for (let received = receiveMessageOnPort(this.port); received; received = receiveMessageOnPort(this.port)) {
+      const message = received.message as { id: number; request: WorkerRequest };
+      this.handle(message.id, message.request);
+    }
   }
 
   /**
@@ -146,23 +233,30 @@ export class WorkerHost {
    * sandboxes come back through recycle() (which only needs a fresh realm, not a new
    * engine), so new engines are built only when the pool is still short once things calm down.
    */
-  private refill(): void {
+  private refill(delayMs = REFILL_DELAY_MS): void {
     if (this.refilling || this.pool.length >= this.init.warmPoolSize) return;
     this.refilling = true;
-    setTimeout(async () => {
-      try {
-        if (this.pool.length < this.init.warmPoolSize) {
-          const sandbox = await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes);
-          sandbox.prepareSpare();
-          this.pool.push(sandbox);
+    setTimeout(() => {
+      this.whenIdle(() => {
+        if (this.pool.length >= this.init.warmPoolSize) {
+          this.refilling = false;
+          return;
         }
-      } catch {
-        // Out of memory or similar: the pool stays smaller; requests build sandboxes themselves.
-      } finally {
-        this.refilling = false;
-      }
-      this.refill();
-    }, REFILL_DELAY_MS);
+        this.newSandbox("release", DEFAULT_LIMITS.memoryBytes)
+          .then((sandbox) => {
+            // Its spare realm is another slice of idle work (the engine was built off a turn).
+            this.pool.push(sandbox);
+            sandbox.prepareSpareSoon();
+          })
+          .catch(() => {
+            // Out of memory or similar: the pool stays smaller; requests build sandboxes themselves.
+          })
+          .finally(() => {
+            this.refilling = false;
+            this.refill();
+          });
+      });
+    }, delayMs);
   }
 
   /** Puts a disposed sandbox's engine back in the warm pool if it fits there; false when it is dropped. */
@@ -181,7 +275,45 @@ export class WorkerHost {
     return false;
   }
 
-  async handle(id: number, request: WorkerRequest): Promise<void> {
+  /**
+   * Every request from the embedder comes in here. Runs and loads wait their turn in
+   * `queued` (see pump); everything else is answered at once, in arrival order.
+   */
+  handle(id: number, request: WorkerRequest): void {
+    if (request.op === "run" || request.op === "load") {
+      this.queued.push({ id, request });
+      void this.pump();
+    } else {
+      void this.answer(id, request);
+    }
+  }
+
+  /**
+   * Starts the queued runs and loads one after another, one per turn of the event loop:
+   * the sync part of a start (a realm, the script's first evaluation) takes a millisecond
+   * or more, and a hundred of them back to back would hold up the timers and replies of
+   * the runs already started. A sandbox's first run gets its engine before it starts (a
+   * new engine takes a few ms, partly asynchronous): starts are never piled up behind
+   * engine builds.
+   */
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      for (let next = this.queued.shift(); next; next = this.queued.shift()) {
+        // An empty warm pool: free the disposed sandboxes first (cheap), their engines may serve this run.
+        if (this.pool.length === 0) this.freeDisposed();
+        await this.materialize(next.request.sandboxId)?.catch(() => undefined);
+        void this.answer(next.id, next.request);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } finally {
+      this.pumping = false;
+    }
+    this.scheduleIdle();
+  }
+
+  private async answer(id: number, request: WorkerRequest): Promise<void> {
     try {
       const value = await this.perform(request);
       this.post({ type: "reply", id, ok: true, value });
@@ -220,14 +352,37 @@ export class WorkerHost {
   }
 
   private sandbox(sandboxId: number): Promise<WorkerSandbox> {
-    const sandbox = this.sandboxes.get(sandboxId);
+    const sandbox = this.sandboxes.get(sandboxId) ?? this.materialize(sandboxId);
     if (sandbox) return sandbox;
     const reason = this.tombstones.get(sandboxId) ?? "it is not in this worker";
     throw Object.assign(new Error(reason), { name: "SandboxDisposedError" });
   }
 
-  private async create(sandboxId: number, config: WorkerRequest & { op: "create" }): Promise<WorkerSandbox> {
-    const { config: settings } = config;
+  /** Binds an engine to a sandbox created earlier (at its first activation); null if unknown. */
+  private materialize(sandboxId: number): Promise<WorkerSandbox> | null {
+    const config = this.declared.get(sandboxId);
+    if (!config) return null;
+    this.declared.delete(sandboxId);
+    const created = this.create(sandboxId, config).then(
+      (sandbox) => {
+        // Disposed while its engine was being built: "dispose" found the promise and frees it.
+        if (this.sandboxes.get(sandboxId) === created) this.ready.set(sandboxId, sandbox);
+        return sandbox;
+      },
+      (error: Error) => {
+        const reason = `it could not be created: ${error.message}`;
+        if (this.sandboxes.get(sandboxId) === created) {
+          this.sandboxes.delete(sandboxId);
+          this.tombstones.set(sandboxId, reason);
+        }
+        throw Object.assign(new Error(reason), { name: "SandboxDisposedError" });
+      },
+    );
+    this.sandboxes.set(sandboxId, created);
+    return created;
+  }
+
+  private async create(sandboxId: number, settings: SandboxConfig): Promise<WorkerSandbox> {
     const pooled =
       settings.variant === "release" && settings.limits.memoryBytes === DEFAULT_LIMITS.memoryBytes ? this.pool.shift() : undefined;
     const sandbox = pooled ?? (await this.newSandbox(settings.variant, settings.limits.memoryBytes));
@@ -238,17 +393,15 @@ export class WorkerHost {
 
   private async perform(request: WorkerRequest): Promise<unknown> {
     switch (request.op) {
-      case "create": {
-        const created = this.create(request.sandboxId, request);
-        this.sandboxes.set(request.sandboxId, created);
-        try {
-          this.ready.set(request.sandboxId, await created);
-        } catch (error) {
-          this.sandboxes.delete(request.sandboxId);
-          throw error;
+      case "create":
+        // Recorded only: the engine is bound at the first run (see materialize).
+        this.declared.set(request.sandboxId, request.config);
+        // A sandbox that may fetch: load the HTTP client before its first fetch needs it.
+        if (request.config.allow.length > 0 && !this.undiciRequested) {
+          this.undiciRequested = true;
+          this.whenIdle(() => void loadUndici());
         }
         return true;
-      }
       case "run":
         return this.activate(request, (sandbox, control) => sandbox.run(request.code, request.filename, request.input, control, request.hostCalls));
       case "load":
@@ -262,14 +415,40 @@ export class WorkerHost {
         (await this.sandboxes.get(request.sandboxId)?.catch(() => undefined))?.unload(request.pluginId);
         return true;
       case "dispose": {
-        const sandbox = await this.sandboxes.get(request.sandboxId)?.catch(() => undefined);
+        const sandbox = this.sandboxes.get(request.sandboxId);
+        this.declared.delete(request.sandboxId);
         this.sandboxes.delete(request.sandboxId);
         this.ready.delete(request.sandboxId);
         this.tombstones.delete(request.sandboxId);
-        if (sandbox && !(sandbox.dispose() && this.recycle(sandbox))) noteDroppedEngine(sandbox.engine.memory.buffer.byteLength);
+        if (!sandbox) return true;
+        // Gone for every later request now. Its realms are freed in the next turn, off this
+        // answer (or ahead of a run that finds the warm pool empty: see pump), or before
+        // answering when the embedder waits for it (a dedicated worker it may terminate).
+        if (request.freeNow) {
+          const created = await sandbox.catch(() => null);
+          if (created) this.free(created);
+        } else {
+          sandbox.then(
+            (created) => {
+              this.disposed.push(created);
+              setImmediate(() => this.freeDisposed());
+            },
+            () => undefined,
+          );
+        }
         return true;
       }
     }
+  }
+
+  /** Frees a disposed sandbox's realms; a healthy engine goes back to the warm pool. */
+  private free(sandbox: WorkerSandbox): void {
+    const memoryBytes = sandbox.engine.memory.buffer.byteLength;
+    if (!(sandbox.dispose() && this.recycle(sandbox))) noteDroppedEngine(memoryBytes);
+  }
+
+  private freeDisposed(): void {
+    for (const sandbox of this.disposed.splice(0)) this.free(sandbox);
   }
 
   /** Starts an activation unless the embedder gave up on it while it was queued. */
