@@ -5,7 +5,7 @@
 import { defineProperty } from "./intrinsics.js";
 import { requireModule } from "./modules.js";
 
-/** Filled in at build time from the web and http modules' export lists: { name: module }. */
+/** Filled in at build time from the web and http modules' export lists: { name: "scriptbox:<module>" }. */
 declare const __SCRIPTBOX_LAZY_GLOBALS__: Record<string, string>;
 
 export function installLazyGlobals(global: typeof globalThis): void {
@@ -17,7 +17,7 @@ export function installLazyGlobals(global: typeof globalThis): void {
     return value;
   };
   for (const name in table) {
-    const moduleName = `scriptbox:${table[name]}`;
+    const moduleName = table[name]!; // prefixed at build time: no string built per global per realm
     defineProperty(global, name, {
       configurable: true,
       enumerable: false,
