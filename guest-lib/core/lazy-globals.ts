@@ -16,13 +16,14 @@ export function installLazyGlobals(global: typeof globalThis): void {
     defineProperty(global, name, { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
     return value;
   };
+  // One descriptor object for all of them, its accessors replaced per global (defineProperty
+  // copies what it reads): 32 fewer objects per realm. Prototype-free like settle's, though
+  // no script has run yet when the core installs these.
+  const descriptor = { __proto__: null, configurable: true, enumerable: false, get: undefined, set: undefined } as unknown as PropertyDescriptor;
   for (const name in table) {
     const moduleName = table[name]!; // prefixed at build time: no string built per global per realm
-    defineProperty(global, name, {
-      configurable: true,
-      enumerable: false,
-      get: () => settle(name, (requireModule(moduleName) as Record<string, unknown>)[name]),
-      set: (value: unknown) => void settle(name, value),
-    });
+    descriptor.get = () => settle(name, (requireModule(moduleName) as Record<string, unknown>)[name]);
+    descriptor.set = (value: unknown) => void settle(name, value);
+    defineProperty(global, name, descriptor);
   }
 }
