@@ -306,7 +306,7 @@ await section("tenancy", "Mixed tenancy (issue 10): runScript at 50 concurrent, 
         `${percent(x.successRate)} (${x.evicted} evicted, ${x.other} other, ${x.rejected} rejected)`,
         formatRate(x.throughput, "runs/s"),
         x === base ? "" : `p99 ${TARGETS.tenancyP99} (${met(p99Ratio <= 2)}); success ${TARGETS.tenancySuccess} (${met(x.successRate === 1)})`,
-        `peak RSS ${formatBytes(x.peakRss)}${x === base ? "" : `; hostile ended ${JSON.stringify(x.hostileKinds)}`}${x.other ? `; ordinary failures ${JSON.stringify(x.otherKinds)}, e.g. ${JSON.stringify(x.otherSamples)}` : ""}`,
+        `load ${x.loadAtStart?.toFixed(1)}; queued p50/p99 ${formatMs(x.queued.p50)} / ${formatMs(x.queued.p99)}, running ${formatMs(x.running.p50)} / ${formatMs(x.running.p99)}; peak RSS ${formatBytes(x.peakRss)}${x === base ? "" : `; hostile ended ${JSON.stringify(x.hostileKinds)}`}${x.other ? `; ordinary failures ${JSON.stringify(x.otherKinds)}, e.g. ${JSON.stringify(x.otherSamples)}` : ""}`,
       ]);
     }
     md(

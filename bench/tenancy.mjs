@@ -7,6 +7,7 @@
 // Each scenario runs in a fresh process (`node bench/tenancy.mjs <scenario> <n>`), so one
 // scenario's terminated workers and warm pools do not colour the next.
 import { execFile } from "node:child_process";
+import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { percentile } from "./stats.mjs";
@@ -41,6 +42,11 @@ async function scenario(name, total) {
   await Promise.all(Array.from({ length: 4 }, (_, i) => runScript(ORDINARY, { input: i, limits: LIMITS, isolate })));
   const every = hostileShare > 0 ? Math.round(1 / hostileShare) : Infinity;
   const ordinary = [];
+  // Where ordinary runs spend their time: waiting for their worker (stats.queuedMs: behind
+  // other runs there, for a worker start, re-runs after a hard stop) and running.
+  const queued = [];
+  const running = [];
+  const loadAtStart = loadavg()[0];
   const outcomes = { ok: 0, evicted: 0, other: 0, rejected: 0, hostileKinds: {}, otherKinds: {}, otherSamples: {} };
   let next = 0;
   let peakRss = process.memoryUsage().rss;
@@ -50,7 +56,9 @@ async function scenario(name, total) {
     while (next < total) {
       const i = next++;
       const hostile = i % every === every - 1;
-      const source = hostile ? HOSTILE[Math.floor(i / every) % HOSTILE.length] : ORDINARY;
+      // TENANCY_HOSTILE=<index> keeps one kind of hostile script (to see what each costs).
+      const only = process.env.TENANCY_HOSTILE;
+      const source = hostile ? HOSTILE[only === undefined ? Math.floor(i / every) % HOSTILE.length : Number(only)] : ORDINARY;
       const t0 = performance.now();
       try {
         const result = await runScript(source, { input: i, limits: LIMITS, isolate });
@@ -60,6 +68,8 @@ async function scenario(name, total) {
           continue;
         }
         ordinary.push(performance.now() - t0);
+        queued.push(result.stats.queuedMs ?? 0);
+        running.push(result.stats.wallTimeMs);
         if (result.ok) outcomes.ok++;
         else if (result.error.kind === "evicted") outcomes.evicted++;
         else {
@@ -82,6 +92,9 @@ async function scenario(name, total) {
     p50: percentile(ordinary, 50),
     p90: percentile(ordinary, 90),
     p99: percentile(ordinary, 99),
+    queued: { p50: percentile(queued, 50), p99: percentile(queued, 99) },
+    running: { p50: percentile(running, 50), p99: percentile(running, 99) },
+    loadAtStart,
     successRate: outcomes.ok / (ordinary.length + outcomes.rejected),
     ...outcomes,
     throughput: total / seconds,

@@ -28,6 +28,13 @@ export const HARD_STOP_GRACE_CPU_MS = 100;
 /** The same grace where no per-thread CPU clock exists (no /proc): wall time, so generous. */
 export const HARD_STOP_GRACE_WALL_MS = 500;
 const WATCHDOG_INTERVAL_MS = 20;
+/**
+ * A hostile burst (a log flood, a bridge call echoing 1 MB in a loop) fills a worker's young
+ * generation with garbage, and V8 grows it to its default maximum and keeps it: the process
+ * RSS stayed 20-30% above its level before the burst, idle for 30 s after. Capped at 8 MiB,
+ * it returns to that level once idle (test/tenancy/pool-rss.test.ts).
+ */
+const WORKER_YOUNG_GENERATION_MB = 8;
 const WORKER_STACK_MB = 16;
 /**
  * A guest entry running longer than this holds up every run queued behind it on its
@@ -149,7 +156,7 @@ export class WorkerConnection {
     this.worker = new Worker(new URL("./worker/entry.js", import.meta.url), {
       workerData: init,
       transferList: [port2],
-      resourceLimits: { stackSizeMb: WORKER_STACK_MB },
+      resourceLimits: { stackSizeMb: WORKER_STACK_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       // Not the embedder's Node flags: `node --input-type=module -e …`, for one, makes a
       // worker started from a file fail.
       execArgv: [],

@@ -10,11 +10,11 @@ import { moduleHeap } from "./internals.js";
 
 const SLACK_BYTES = 256 * 1024; // QuickJS's own bookkeeping around the copy
 
-export function canAllocate(engine: EngineInstance, stagingBytes: number, engineBytes: number): boolean {
+export function canAllocate(engine: EngineInstance, stagingBytes: number, engineBytes: number, slackBytes = SLACK_BYTES): boolean {
   const heap = moduleHeap(engine.module);
   const staging = heap._malloc(stagingBytes + 8);
   if (staging === 0) return false;
-  const copy = heap._malloc(engineBytes + SLACK_BYTES);
+  const copy = heap._malloc(engineBytes + slackBytes);
   heap._free(staging);
   if (copy === 0) return false;
   heap._free(copy);
@@ -43,6 +43,33 @@ export function canMoveBytes(engine: EngineInstance, byteLength: number): boolea
 /** A string: staged as UTF-8 (≤ 3 bytes per UTF-16 unit), stored by QuickJS as ≤ 2 bytes per unit. */
 export function canMoveString(engine: EngineInstance, length: number): boolean {
   return length < 16 * 1024 ? canStage(engine, length * 3) : canAllocate(engine, length * 3, length * 2);
+}
+
+/**
+ * Heap a guest module's evaluation needs per character of its (minified) source: parsing
+ * and running the factory of each bundle in guest-lib/ took 5-10.3 bytes of heap per
+ * character (web: 44.6 KB of source, ~460 KB of heap; cloud 15 KB, ~135 KB), measured as
+ * the largest allocatable block before and after the first load. With margin.
+ */
+const MODULE_HEAP_PER_CHAR = 16;
+
+/**
+ * Room kept free beyond a compilation's own need. The compiler misbehaved with a few KiB
+ * left (~10 KiB: the loop); much more would refuse a small module (marshal, 4 KB, needed
+ * to describe an error) while a failed 1 MiB allocation still left plenty of room for it.
+ */
+const COMPILE_SLACK_BYTES = 64 * 1024;
+
+/**
+ * Whether QuickJS can compile and evaluate source text of this length: the staging copy
+ * plus the heap the parser and the code's first run take, plus COMPILE_SLACK_BYTES. Moving the
+ * text in is not enough: at a few KiB from the cap QuickJS's compiler was seen to trap on
+ * a NULL it does not check, to report bogus syntax errors ("invalid increment/decrement
+ * operand"), and, for a module, to loop forever without calling the interrupt handler.
+ * So a source is handed to the engine only when it can clearly be compiled.
+ */
+export function canCompile(engine: EngineInstance, length: number): boolean {
+  return canAllocate(engine, length * 3, length * MODULE_HEAP_PER_CHAR, COMPILE_SLACK_BYTES);
 }
 
 /** The largest body that can currently be moved in, found by probing (for fetch budgets). */

@@ -10,7 +10,7 @@
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import { performance } from "node:perf_hooks";
 import type { EngineInstance } from "../engine/instance.js";
-import { canAllocate, canMoveBytes, canMoveString } from "../engine/headroom.js";
+import { canAllocate, canCompile, canMoveBytes, canMoveString } from "../engine/headroom.js";
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
 import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
 import { installLeanCalls } from "../engine/lean-calls.js";
@@ -81,6 +81,13 @@ class EnginePoisoned extends Error {}
  */
 export class GuestMemoryError extends Error {}
 
+/** Thrown by a bridge function to throw a guest value as is (the bridge passes it on unchanged). */
+export class GuestThrow extends Error {
+  constructor(readonly value: QuickJSHandle) {
+    super("guest exception");
+  }
+}
+
 export class Realm {
   readonly runtime: QuickJSRuntime;
   readonly context: QuickJSContext;
@@ -100,6 +107,8 @@ export class Realm {
   private draining = false;
   /** An interrupt while the job queue was pumped can leave QuickJS unable to free the realm. */
   private interruptedInJobs = false;
+  /** An activation here ended with kind memory (see exhaustedHeap). */
+  private hitMemoryLimit = false;
   private stackBytes = -1;
   private dead: string | null = null;
   /** A loaded plugin's module namespace. */
@@ -168,6 +177,17 @@ export class Realm {
     return this.alive && !this.interruptedInJobs && !this.runtime.hasPendingJob();
   }
 
+  /**
+   * Whether an activation in this realm ran the heap out of memory. QuickJS's paths at the
+   * cap are its least tried: after such a run, freeing the realm and running the next one
+   * in the same engine instance trapped in malloc in about half of our attempts (an
+   * import() at the cap after a run that had failed at the cap), while a fresh instance
+   * never did (test/tenancy/guest-memory.test.ts). So WorkerSandbox drops the instance.
+   */
+  get exhaustedHeap(): boolean {
+    return this.hitMemoryLimit;
+  }
+
   // ---- modules --------------------------------------------------------------------------
 
   /**
@@ -181,11 +201,15 @@ export class Realm {
   private loadModuleSource(name: string): string | { error: Error } {
     const source = this.services.bundle.publicModuleSource(name) ?? hostModuleSource(this, name);
     if (source !== undefined) {
-      if (!canMoveString(this.services.engine, source.length)) {
+      if (!canCompile(this.services.engine, source.length)) {
         try {
           this.stopForMemory(`no room to load the ${name} module`);
         } catch {
-          return { error: new Error(`memoryBytes limit: no room to load the ${name} module`) };
+          // The activation is already ending with kind memory. Making an Error in the guest
+          // would allocate in a heap that has no room (quickjs-emscripten's newError stages
+          // its message unchecked): throw the guest's null instead, which allocates
+          // nothing (the library throws a handle it is given as is).
+          return { error: this.context.null as unknown as Error };
         }
       }
       return source;
@@ -205,11 +229,31 @@ export class Realm {
   loadGuestModule(name: string): QuickJSHandle {
     const source = this.services.bundle.source(name);
     if (source === undefined || name === "core") throw new TypeError(`no guest module named ${name}`);
-    // Loading stages the bytecode (or source) like newString does: the first load of a lazy
-    // module at the memory cap must stop the run with kind memory, not write through a null pointer.
+    // Checked for the whole evaluation, not only for staging the bytecode (or source): the
+    // first load of a lazy module near the cap must stop the run with kind memory, never
+    // trap the engine or spin in its compiler (canCompile: the heap the module takes once
+    // loaded and run, measured per source character, whichever form is loaded).
     const filename = `scriptbox:${name}`;
-    if (!canLoadLibraryCode(this.services.engine, source, filename)) this.stopForMemory(`no room to load the ${name} module`);
-    return this.context.unwrapResult(evalLibraryCode(this.context, this.services.engine, source, filename));
+    const engine = this.services.engine;
+    if (!canLoadLibraryCode(engine, source, filename) || !canCompile(engine, source.length)) this.stopForMemory(`no room to load the ${name} module`);
+    const evaluated = evalLibraryCode(this.context, engine, source, filename);
+    if (evaluated.error === undefined) return evaluated.value;
+    // Our own module sources are valid: a failure to evaluate one is the interrupt (pass it
+    // on: the activation ends with its kind), the stack limit (a guest error the script may
+    // catch, as for its own code), or the heap (QuickJS then throws null or reports bogus
+    // syntax errors): kind memory.
+    if (this.guard.interruptedBy !== null || this.isStackOverflow(evaluated.error)) throw new GuestThrow(evaluated.error);
+    evaluated.error.dispose();
+    this.stopForMemory(`no room to load the ${name} module`);
+  }
+
+  /** Whether a guest error is QuickJS's "stack overflow" (read from the host: no guest code runs). */
+  private isStackOverflow(error: QuickJSHandle): boolean {
+    if (this.context.typeof(error) !== "object" || this.context.sameValue(error, this.context.null)) return false;
+    const message = this.context.getProp(error, "message");
+    const text = this.context.typeof(message) === "string" ? this.context.getString(message) : "";
+    message.dispose();
+    return text === "stack overflow";
   }
 
   /**
@@ -337,7 +381,11 @@ export class Realm {
 
   /** Whether the script's source fits in the guest heap (evalCode stages it unchecked); records kind memory if not. */
   private hasRoomForSource(code: string): boolean {
-    if (canMoveString(this.services.engine, code.length)) return true;
+    // Compiling takes heap beyond the staged text (a realm shares its engine's heap with
+    // plugins' realms, which may have filled it): the slack keeps the compiler off the cap
+    // (see canCompile), at a lower factor than our minified modules need, since scripts are
+    // rarely minified and a large one is not refused for room it would not use.
+    if (canAllocate(this.services.engine, code.length * 3, code.length * 4)) return true;
     this.activation!.failLimit("memory", `${this.activation!.memoryLimitMessage()}: no room for the script's source (${code.length} characters)`);
     return false;
   }
@@ -631,6 +679,14 @@ export class Realm {
             else this.failWithGuestError(state.error, null);
             continue;
           }
+          // Nothing can settle the main promise any more (no job, timer, fetch or host call
+          // pending) and the heap is full: QuickJS dropped a job it could not allocate (an
+          // import() at the cap leaves its promise pending forever). Waiting for wallTimeMs
+          // would only hide the cause.
+          if (!activation.hasPendingWork && !canAllocate(this.services.engine, OOM_PROBE_BYTES, OOM_PROBE_BYTES)) {
+            activation.failLimit("memory", `${activation.memoryLimitMessage()}: out of memory (the script awaits a promise the engine could not settle)`);
+            continue;
+          }
         }
         break;
       }
@@ -673,6 +729,7 @@ export class Realm {
     this.main = null;
     let value: unknown;
     let failure: SandboxError | null = activation.failure;
+    if (failure?.kind === "memory") this.hitMemoryLimit = true;
     if (failure === null && this.result !== undefined) {
       try {
         value = "direct" in this.result ? this.result.direct : decodeFromGuest(this.result.json, this.result.buffers);

@@ -50,7 +50,7 @@ export class WorkerSandbox implements RealmServices {
   private id = 0;
   /**
    * Realms QuickJS cannot free safely (stopped by an interrupt, or with jobs still queued:
-   * see Realm.freeable). Draining them would run guest code, and freeing them can abort
+   * see Realm.freeable), or that ran the heap out of memory (Realm.exhaustedHeap). Draining them would run guest code, and freeing them can abort
    * the whole instance, so they are left untouched until the engine instance is replaced.
    */
   private readonly parked: Realm[] = [];
@@ -171,9 +171,10 @@ export class WorkerSandbox implements RealmServices {
   /** A realm for a new run or plugin, or the outcome that explains why there is none. */
   private async acquireRealm(): Promise<Realm | ActivationOutcome> {
     if (!this.alive) return failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!);
-    if (this.parked.length > 0 && this.plugins.size === 0 && this.running.size === 0) await this.replaceEngine();
     // A realm whose run just ended may not be freed yet: free it now if memory is short.
     if (this.spare === null && !canAllocate(this.engine, REALM_RESERVE_BYTES, REALM_RESERVE_BYTES)) this.flushFrees();
+    // (After the flush: a realm it could not free is parked, and its heap goes with the engine.)
+    if (this.parked.length > 0 && this.plugins.size === 0 && this.running.size === 0) await this.replaceEngine();
     if (this.spare === null && !canAllocate(this.engine, REALM_RESERVE_BYTES, REALM_RESERVE_BYTES)) {
       // Building a realm at the cap would fault inside the engine: say so instead.
       return {
@@ -293,7 +294,10 @@ export class WorkerSandbox implements RealmServices {
 
   private disposeRealm(realm: Realm): void {
     if (!this.alive || !realm.alive) return;
-    if (!realm.freeable) {
+    // A realm that ran the heap out of memory is not freed into an instance we keep using
+    // (Realm.exhaustedHeap): parked, the instance is replaced before the next run. With
+    // plugins loaded the instance must stay, and the realm is freed as any other.
+    if (!realm.freeable || (realm.exhaustedHeap && this.plugins.size === 0)) {
       realm.abandon();
       this.parked.push(realm);
       return;

@@ -3,6 +3,7 @@
 // RuntimeError, never `Uncaught null`); error kinds match docs/limits.md. Each case runs
 // beside bystanders, which keep answering, and the hostile sandbox stays usable.
 import { describe, expect, it } from "vitest";
+import { createSandbox } from "scriptbox";
 import { bystandersAnswer, hostileAmongBystanders } from "./guest-helpers.js";
 
 const limits = { memoryBytes: 24 * 1024 * 1024, cpuTimeMs: 10_000, wallTimeMs: 60_000 };
@@ -54,6 +55,67 @@ describe("memory and nesting limits beside bystanders", () => {
       }
     });
   }
+
+  // A script that fills its heap to within a few bytes of the cap (catching every out of
+  // memory), frees a chosen amount, and then needs a lazily loaded guest module: a global
+  // installed on first access, or a builtin module by import(). The host must check for
+  // room for the module's whole evaluation first: at a few KiB from the cap QuickJS's
+  // compiler trapped (disposing the sandbox), reported bogus syntax errors (kind script), or
+  // looped without calling the interrupt handler (until the hard stop took the worker); and
+  // an import() whose promise QuickJS could not settle waited for wallTimeMs.
+  describe("lazy modules near the cap", () => {
+    const fillThenFree = (free: number, then: string) => `
+      const keep = new Array(300000).fill(0); const sizes = new Array(300000).fill(0);
+      export default async () => {
+        let n = 0;
+        for (let size = 1 << 20; size >= 1; size >>= 1) for (;;) { try { keep[n] = new ArrayBuffer(size); sizes[n] = size; n++ } catch { break } }
+        let freed = 0;
+        for (let i = 0; i < n && freed < ${free}; i++) if (sizes[i] <= ${free} - freed) { freed += sizes[i]; keep[i] = 0 }
+        ${then}
+      }`;
+    const NEEDS = {
+      "a lazy global (URL)": { then: "return typeof URL", module: "web" },
+      "a lazy global, caught": { then: "try { return typeof fetch } catch (e) { return 'caught ' + e }", module: "http" },
+      'import("cloud")': { then: "return typeof (await import('cloud')).cloud", module: "cloud" },
+      'import("runtime"), caught': { then: "try { return typeof (await import('runtime')).env } catch (e) { return 'caught ' + e }", module: "runtime" },
+    };
+    const wallTimeMs = 20_000;
+    for (const [what, { then, module }] of Object.entries(NEEDS)) {
+      it(`${what}: kind memory at once; refused by the host with room to spare, the sandbox stays usable`, { timeout: 120_000 }, async () => {
+        const world = await hostileAmongBystanders({ limits: { ...limits, wallTimeMs } });
+        let hostile = world.hostile;
+        try {
+          for (const free of [0, 300, 1_000, 3_000, 10_000, 30_000]) {
+            const [result] = await Promise.all([hostile.run(fillThenFree(free, then)), bystandersAnswer(world.bystanders)]);
+            const context = `${free} bytes freed: ${JSON.stringify(result.ok ? result.value : result.error)}`;
+            // Never kind timeout (a hang), never script (a bogus parse error), and at once.
+            expect(result.stats.wallTimeMs, context).toBeLessThan(wallTimeMs / 2);
+            if (free >= 1_000) {
+              // The host's check is what stops it: uncatchable, and nothing in the engine broke.
+              expect(result.ok, context).toBe(false);
+              if (!result.ok) expect(result.error.message, context).toBe(`memoryBytes limit (24 MiB) exceeded: no room to load the ${module} module`);
+              expect(hostile.disposed, context).toBe(false);
+            } else if (result.ok) {
+              // Right at the cap the engine's own allocations fail first (import() making its
+              // promise, the getter's call): that out of memory is the script's own and a
+              // script may catch it (QuickJS throws null when it cannot even make the error).
+              expect(result.value, context).toMatch(/^caught (null|InternalError: out of memory)$/);
+            } else {
+              expect(result.error.kind, context).toBe("memory");
+              // QuickJS's own import() machinery can trap at the very cap, before the host is
+              // asked for anything (docs/architecture.md, "Memory headroom"): contained, the
+              // sandbox disposed in the same turn. Carry on with a new one.
+              if (hostile.disposed) hostile = await createSandbox({ limits: { ...limits, wallTimeMs } });
+            }
+            if (!hostile.disposed) expect(await hostile.run(`export default () => "alive"`)).toMatchObject({ ok: true, value: "alive" });
+          }
+        } finally {
+          await world.dispose();
+          if (hostile !== world.hostile) await hostile.dispose();
+        }
+      });
+    }
+  });
 
   it("error messages made for the guest echo at most 1024 characters of what they quote", async () => {
     const world = await hostileAmongBystanders({ limits });

@@ -2,7 +2,7 @@
 // (see guest-lib/types/bridge.d.ts for the contract). One module per capability installs
 // its functions; this file wraps each so that a failure becomes a guest exception.
 import type { QuickJSHandle } from "quickjs-emscripten-core";
-import { GuestMemoryError, type Realm } from "../realm.js";
+import { GuestMemoryError, GuestThrow, type Realm } from "../realm.js";
 import { consoleFunctions } from "./console.js";
 import { cryptoFunctions } from "./crypto.js";
 import { fetchFunctions } from "./fetch.js";
@@ -51,8 +51,11 @@ export function createBridge(realm: Realm): QuickJSHandle {
           return impl(...args);
         } catch (error) {
           if (error instanceof WebAssembly.RuntimeError) throw error; // the engine failed: let the realm see it
-          // No room for a host value: the run is already stopping with kind memory; allocate nothing.
-          if (error instanceof GuestMemoryError) return undefined;
+          // No room for a host value: the run is already stopping with kind memory. Throw the
+          // guest's null, which allocates nothing (a result would let the script go on into a
+          // heap with no room until the engine's next interrupt check).
+          if (error instanceof GuestMemoryError) return { error: ctx.null };
+          if (error instanceof GuestThrow) return { error: error.value };
           const name = error instanceof RangeError ? "RangeError" : error instanceof TypeError ? "TypeError" : "Error";
           const message = error instanceof Error ? error.message : String(error);
           return { error: realm.guestError(name, message) };
