@@ -70,11 +70,14 @@ const bridgeAsDefault = {
   },
 };
 
+// The core builds from an entry without ES exports (guest-lib/core/entry.ts says why).
+const entryOf = (name) => join(guestRoot, name, name === "core" ? "entry.ts" : "index.ts");
+
 const modules = {};
 for (const name of ordered) {
   const result = await esbuild.build({
     define: name === "core" ? { __SCRIPTBOX_LAZY_GLOBALS__: JSON.stringify(lazyGlobals) } : {},
-    entryPoints: [join(guestRoot, name, "index.ts")],
+    entryPoints: [entryOf(name)],
     bundle: true,
     write: false,
     metafile: true,
@@ -98,7 +101,7 @@ for (const name of ordered) {
   // The IIFE output does not list export names; an ESM pass over the same entry does.
   // The host needs them to serve `import { fetch } from "http"` as a real ES module.
   const meta = await esbuild.build({
-    entryPoints: [join(guestRoot, name, "index.ts")],
+    entryPoints: [entryOf(name)],
     bundle: true,
     write: false,
     metafile: true,
@@ -110,11 +113,12 @@ for (const name of ordered) {
   const output = Object.values(meta.metafile.outputs)[0];
   // The module evaluates to a factory; the guest core calls it with its require().
   modules[name] = {
-    source: `(function (require) {\nvar module = { exports: {} }, exports = module.exports;\n${code}\nreturn module.exports;\n})`,
+    // The core's entry has no ES exports (guest-lib/core/entry.ts): it sets __SCRIPTBOX_CORE_EXPORTS__.
+    source: `(function (require) {\nvar module = { exports: {} }, exports = module.exports${name === "core" ? ", __SCRIPTBOX_CORE_EXPORTS__ = exports" : ""};\n${code}\nreturn module.exports;\n})`,
     exports: [...output.exports].sort(),
   };
   const provided = GLOBAL_PROVIDERS[name];
-  for (const exported of output.exports) if (provided === "*" || provided?.includes(exported)) lazyGlobals[exported] = name;
+  for (const exported of output.exports) if (provided === "*" || provided?.includes(exported)) lazyGlobals[exported] = `scriptbox:${name}`;
 }
 
 mkdirSync(join(dist, "guest-lib"), { recursive: true });

@@ -104,6 +104,13 @@ export interface Budget {
   chargeCpu(ms: number): void;
   /** Whether the embedder asked for the activation to end (its activation slot in shared memory: seen even in a busy loop). */
   stopRequested?(): boolean;
+  /**
+   * Bounded by wall time alone: no CPU deadline, no CPU clock read (2-8 µs each, twice per
+   * entry otherwise), charged its wall time. For our own code run before any script in a
+   * realm (its preparation), whose caller makes wallDeadline the sooner of the CPU and wall
+   * limits: a thread's CPU time never runs ahead of wall time, so this stops it no later.
+   */
+  readonly wallOnly?: boolean;
 }
 
 /**
@@ -128,6 +135,8 @@ export class ExecutionGuard {
   /** Wall time spent waiting outside guest code during the entry (outsideGuest). */
   private waitedMs = 0;
   private budget: Budget | null = null;
+  /** The current entry's budget is wall-only (see Budget.wallOnly). */
+  private wallOnly = false;
   /** The watchdog's view of the current entry, re-armed after a wait outside guest code. */
   private armed: { wallEpochMs: number; cpuEpochMs: number } | null = null;
   /** Why the engine was last interrupted, until reset. */
@@ -172,6 +181,7 @@ export class ExecutionGuard {
       }
     }
     const start = performance.now();
+    if (budget.wallOnly) return this.enterWallOnly(budget, start, fn);
     // The CPU clock at the start is taken as the last reading (at most ANCHOR_MAX_AGE_MS
     // old): never later than the truth, so the CPU deadline is never later either (at
     // worst the guest loses the host work of that last millisecond from its budget).
@@ -204,6 +214,33 @@ export class ExecutionGuard {
       this.cpuDeadlineNs = Infinity;
       this.nextCpuCheck = Infinity;
       budget.chargeCpu(this.entryCharge());
+    }
+  }
+
+  /** enter() for a wall-only budget: the same deadline, watchdog and bookkeeping, without the CPU clock. */
+  private enterWallOnly<T>(budget: Budget, start: number, fn: () => T): T {
+    this.cpuDeadlineNs = Infinity;
+    this.nextCpuCheck = Infinity;
+    this.wallDeadline = budget.wallDeadline;
+    if (budget.wallDeadline <= start) this.interruptedBy ??= "timeout";
+    this.entryWallMs = start;
+    this.readInEntry = false;
+    this.waitedMs = 0;
+    this.depth = 1;
+    this.budget = budget;
+    this.wallOnly = true;
+    this.armed = { wallEpochMs: performance.timeOrigin + budget.wallDeadline, cpuEpochMs: Infinity };
+    this.armWatchdog();
+    try {
+      return fn();
+    } finally {
+      this.depth = 0;
+      this.budget = null;
+      this.wallOnly = false;
+      this.armed = null;
+      this.watchdog.exit();
+      this.wallDeadline = Infinity;
+      budget.chargeCpu(Math.max(0, performance.now() - start - this.waitedMs));
     }
   }
 
@@ -246,7 +283,7 @@ export class ExecutionGuard {
       // With the thread's CPU clock nothing moves: the sleep charged nothing, and the wall
       // time before which the CPU deadline cannot pass only got more conservative. With
       // the wall-time fallback the CPU deadline moves by the time waited.
-      if (!clock().isCpu) {
+      if (!clock().isCpu && !this.wallOnly) {
         this.entryCpuNs += waitedMs * 1e6;
         this.cpuDeadlineNs += waitedMs * 1e6;
         this.nextCpuCheck += waitedMs;

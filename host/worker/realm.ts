@@ -136,7 +136,8 @@ export class Realm {
     const bridge = createBridge(this);
     // Realm preparation is an entry into guest code like any other: under a deadline and
     // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
-    const budget = this.ownBudget();
+    // No script has run in the realm yet, so wall time alone bounds it (Budget.wallOnly).
+    const budget = this.ownBudget(true);
     const { factory, require, exports } = this.guard.enter(budget, () => {
       const factory = ctx.unwrapResult(evalLibraryCode(ctx, engine, coreSource, "scriptbox:core"));
       const require = ctx.newFunction("require", (name) =>
@@ -259,15 +260,19 @@ export class Realm {
    * The budget for our own code run outside any activation (realm preparation, preloading,
    * the post-run module-usage hook): the sandbox's own CPU and wall limits, so a script that
    * broke something these hooks use is stopped exactly like the script itself would be.
+   * `wallOnly` (realm preparation, before any script): the sooner of both limits as wall
+   * time, without reading the thread's CPU clock (Budget.wallOnly).
    */
-  private ownBudget(): Budget {
+  private ownBudget(wallOnly = false): Budget {
     let limits: Pick<Limits, "cpuTimeMs" | "wallTimeMs"> = DEFAULT_LIMITS;
     try {
       limits = this.services.config().limits;
     } catch {
       // Not configured yet (a warm pool's spare realm): the default limits.
     }
-    return { wallDeadline: performance.now() + limits.wallTimeMs, cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
+    const now = performance.now();
+    if (wallOnly) return { wallOnly, wallDeadline: now + Math.min(limits.wallTimeMs, limits.cpuTimeMs), cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
+    return { wallDeadline: now + limits.wallTimeMs, cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
   }
 
   /** Runs our own guest code outside any activation, guarded by ownBudget(); undefined on any failure. */
