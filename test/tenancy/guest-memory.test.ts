@@ -90,8 +90,11 @@ describe("memory and nesting limits beside bystanders", () => {
             const context = `${free} bytes freed: ${JSON.stringify(result.ok ? result.value : result.error)}`;
             // Never kind timeout (a hang), never script (a bogus parse error), and at once.
             expect(result.stats.wallTimeMs, context).toBeLessThan(wallTimeMs / 2);
-            if (free >= 1_000) {
+            if (free >= 3_000) {
               // The host's check is what stops it: uncatchable, and nothing in the engine broke.
+              // (At ~1 KB freed, whether import()'s own records still fit depends on how the
+              // freed blocks lie in the heap, which moves whenever the guest core changes: a
+              // few runs in ten got QuickJS's out of memory first, handled below.)
               expect(result.ok, context).toBe(false);
               if (!result.ok) expect(result.error.message, context).toBe(`memoryBytes limit (24 MiB) exceeded: no room to load the ${module} module`);
               expect(hostile.disposed, context).toBe(false);
