@@ -64,7 +64,7 @@ const loadAtStart = loadavg()[0];
 const machine = `${cpu.length}x ${cpu[0]?.model.trim() ?? "unknown CPU"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}, load average ${loadAtStart.toFixed(2)} at start`;
 out(`scriptbox bench, ${startedAt.toISOString()}${quick ? " (--quick)" : ""}`);
 out(`machine: ${machine}`);
-out("All figures are medians. ratio = ours / baseline: for times and sizes lower is better, for rates higher is better.");
+out("Distributions are shown as p50 (the main column) with p90/p99 beside it. ratio = ours / baseline: for times and sizes lower is better, for rates higher is better.");
 
 async function section(name, title, body) {
   if (!wanted(name)) return;
