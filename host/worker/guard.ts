@@ -196,25 +196,7 @@ export class ExecutionGuard {
     if (remainingMs <= 0) this.interruptedBy ??= "cpu";
     else if (budget.wallDeadline <= start) this.interruptedBy ??= "timeout";
     this.entryCpuNs = cpuStart;
-    this.entryWallMs = start;
-    this.readInEntry = false;
-    this.waitedMs = 0;
-    this.depth = 1;
-    this.budget = budget;
-    this.armed = { wallEpochMs: performance.timeOrigin + budget.wallDeadline, cpuEpochMs: performance.timeOrigin + start + remainingMs };
-    this.armWatchdog();
-    try {
-      return fn();
-    } finally {
-      this.depth = 0;
-      this.budget = null;
-      this.armed = null;
-      this.watchdog.exit();
-      this.wallDeadline = Infinity;
-      this.cpuDeadlineNs = Infinity;
-      this.nextCpuCheck = Infinity;
-      budget.chargeCpu(this.entryCharge());
-    }
+    return this.runEntry(budget, start, performance.timeOrigin + start + remainingMs, fn, () => this.entryCharge());
   }
 
   /** enter() for a wall-only budget: the same deadline, watchdog and bookkeeping, without the CPU clock. */
@@ -223,13 +205,18 @@ export class ExecutionGuard {
     this.nextCpuCheck = Infinity;
     this.wallDeadline = budget.wallDeadline;
     if (budget.wallDeadline <= start) this.interruptedBy ??= "timeout";
+    this.wallOnly = true;
+    return this.runEntry(budget, start, Infinity, fn, () => Math.max(0, performance.now() - start - this.waitedMs));
+  }
+
+  /** The bookkeeping both kinds of entry share: arm the watchdog, run `fn`, disarm, charge the budget. */
+  private runEntry<T>(budget: Budget, start: number, cpuEpochMs: number, fn: () => T, charge: () => number): T {
     this.entryWallMs = start;
     this.readInEntry = false;
     this.waitedMs = 0;
     this.depth = 1;
     this.budget = budget;
-    this.wallOnly = true;
-    this.armed = { wallEpochMs: performance.timeOrigin + budget.wallDeadline, cpuEpochMs: Infinity };
+    this.armed = { wallEpochMs: performance.timeOrigin + budget.wallDeadline, cpuEpochMs };
     this.armWatchdog();
     try {
       return fn();
@@ -240,7 +227,9 @@ export class ExecutionGuard {
       this.armed = null;
       this.watchdog.exit();
       this.wallDeadline = Infinity;
-      budget.chargeCpu(Math.max(0, performance.now() - start - this.waitedMs));
+      this.cpuDeadlineNs = Infinity;
+      this.nextCpuCheck = Infinity;
+      budget.chargeCpu(charge());
     }
   }
 
