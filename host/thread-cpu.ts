@@ -2,7 +2,13 @@
 //
 // Wall time spent in guest code is not CPU time: on an oversubscribed machine a starved
 // worker thread looks exactly like a spinning one. Linux keeps, per thread, the
-// nanoseconds it has run on a CPU (first field of /proc/<pid>/task/<tid>/schedstat).
+// nanoseconds it has run on a CPU (first field of /proc/<pid>/task/<tid>/schedstat) and
+// the nanoseconds it has waited, runnable, for a CPU (second field, "run_delay").
+// The first lags for a running thread (the kernel folds the time run since the last
+// scheduler event into it only at the next tick or switch), so a short interval read
+// around reads 0 most of the time; the second is exact whenever the thread reads it (the
+// thread is running then, so no wait is in progress): wall time minus run_delay's advance
+// is what a short interval really ran, plus any time it slept (host/worker/guard.ts).
 // Measured here: a pread of an already open schedstat file costs ~2 µs and has nanosecond
 // resolution (the utime/stime fields of `stat` are in 10 ms ticks, too coarse for a
 // 50 ms limit). Elsewhere (no /proc, or schedstat disabled) callers fall back to wall time;
@@ -12,6 +18,11 @@ import { closeSync, openSync, readlinkSync, readSync } from "node:fs";
 export interface ThreadClock {
   /** Nanoseconds this thread has run on a CPU, or wall-clock nanoseconds when `isCpu` is false. */
   nowNs(): number;
+  /**
+   * Nanoseconds this thread has waited for a CPU while runnable ("run_delay"), as of the
+   * last nowNs() call (one read gives both); always 0 when `isCpu` is false.
+   */
+  lastRunDelayNs(): number;
   /** False when the platform gave no per-thread CPU time and this clock is wall time. */
   readonly isCpu: boolean;
   close(): void;
@@ -19,32 +30,47 @@ export interface ThreadClock {
 
 const buffer = Buffer.alloc(96);
 
-function readFirstField(fd: number): number {
+/** schedstat's first two fields ("<run ns> <run_delay ns> <timeslices>"); one pread. */
+function readFields(fd: number, into: { runNs: number; runDelayNs: number }): void {
   const length = readSync(fd, buffer, 0, buffer.length, 0);
   let value = 0;
-  for (let i = 0; i < length; i++) {
-    const digit = buffer[i]! - 48;
-    if (digit < 0 || digit > 9) break;
-    value = value * 10 + digit;
+  let field = 0;
+  for (let i = 0; i <= length; i++) {
+    const digit = i < length ? buffer[i]! - 48 : -1;
+    if (digit >= 0 && digit <= 9) {
+      value = value * 10 + digit;
+      continue;
+    }
+    if (field === 0) into.runNs = value;
+    else {
+      into.runDelayNs = value;
+      return;
+    }
+    field = 1;
+    value = 0;
   }
-  return value;
 }
 
 function wallClock(): ThreadClock {
-  return { nowNs: () => Number(process.hrtime.bigint()), isCpu: false, close() {} };
+  return { nowNs: () => Number(process.hrtime.bigint()), lastRunDelayNs: () => 0, isCpu: false, close() {} };
 }
 
 function clockFromPath(path: string): ThreadClock {
   let fd: number;
+  const last = { runNs: 0, runDelayNs: 0 };
   try {
     fd = openSync(path, "r");
-    readFirstField(fd);
+    readFields(fd, last);
   } catch {
     return wallClock();
   }
   let open = true;
   return {
-    nowNs: () => readFirstField(fd),
+    nowNs: () => {
+      readFields(fd, last);
+      return last.runNs;
+    },
+    lastRunDelayNs: () => last.runDelayNs,
     isCpu: true,
     close() {
       if (open) closeSync(fd);

@@ -50,10 +50,13 @@ function clock(): ThreadClock {
  */
 const ANCHOR_MAX_AGE_MS = 1;
 let anchorCpuNs = 0;
+/** The thread's run_delay at that reading: time it had waited, runnable, for a CPU. */
+let anchorRunDelayNs = 0;
 let anchorWallMs = -Infinity;
 
 function readClock(now: number): number {
   anchorCpuNs = clock().nowNs();
+  anchorRunDelayNs = clock().lastRunDelayNs();
   anchorWallMs = now;
   return anchorCpuNs;
 }
@@ -123,12 +126,16 @@ export interface Budget {
  */
 export class ExecutionGuard {
   private wallDeadline = Infinity;
+  /** The CPU deadline on the thread's run-time clock, for the embedder's watchdog (host/pool.ts). */
   private cpuDeadlineNs = Infinity;
   /** Wall time (performance.now()) before which the CPU deadline cannot have passed. */
   private nextCpuCheck = Infinity;
   private depth = 0;
-  /** The thread's CPU clock at the entry's start, or a little earlier (see readClock). */
-  private entryCpuNs = 0;
+  /** The clock reading the entry started from (see readClock): its run_delay and wall time. */
+  private entryRunDelayNs = 0;
+  private entryAnchorWallMs = 0;
+  /** The activation's CPU time left when the entry began. */
+  private entryBudgetMs = 0;
   private entryWallMs = 0;
   /** Whether the clock was read since the entry began (then its end reads it too). */
   private readInEntry = false;
@@ -160,13 +167,14 @@ export class ExecutionGuard {
     }
     if (now < this.nextCpuCheck) return false;
     this.cpuClockReads++;
-    const cpuNow = readClock(now);
+    readClock(now);
     this.readInEntry = true;
-    if (cpuNow >= this.cpuDeadlineNs) {
+    const leftMs = this.entryBudgetMs - this.ranInEntryMs(now);
+    if (leftMs <= 0) {
       this.interruptedBy = "cpu";
       return true;
     }
-    this.nextCpuCheck = now + (this.cpuDeadlineNs - cpuNow) / 1e6;
+    this.nextCpuCheck = now + leftMs;
     return false;
   };
 
@@ -195,7 +203,9 @@ export class ExecutionGuard {
     this.wallDeadline = budget.wallDeadline;
     if (remainingMs <= 0) this.interruptedBy ??= "cpu";
     else if (budget.wallDeadline <= start) this.interruptedBy ??= "timeout";
-    this.entryCpuNs = cpuStart;
+    this.entryRunDelayNs = anchorRunDelayNs;
+    this.entryAnchorWallMs = anchorWallMs;
+    this.entryBudgetMs = remainingMs;
     return this.runEntry(budget, start, performance.timeOrigin + start + remainingMs, fn, () => this.entryCharge());
   }
 
@@ -234,18 +244,39 @@ export class ExecutionGuard {
   }
 
   /**
-   * CPU time of the entry that just ended: its wall time when it was short and the clock
-   * was not read meanwhile (an upper bound, no read), otherwise the clock's advance, never
-   * more than the wall time: a thread cannot run longer than the time that passed, the
-   * start reading may be up to ANCHOR_MAX_AGE_MS early, and the kernel updates a running
-   * thread's schedstat only at scheduler ticks and switches, so a delta can include up to
-   * a tick run before the entry began (this also keeps a run's cpuTimeMs <= its wallTimeMs).
+   * CPU time of the entry that just ended. An entry that was short and during which the
+   * clock was not read is charged its wall time (an upper bound, no read). Otherwise the
+   * entry is charged its wall time minus what it spent not running: the sleeps in
+   * outsideGuest, and the time it waited, runnable, for a CPU (run_delay's advance since
+   * the start reading). Not the run-time field's advance: for a running thread the kernel
+   * folds the time run into it only at ticks and switches, so a chain of sub-tick entries
+   * (timer callbacks of 0.6 ms each) read deltas of 0 most of the time and a guest could
+   * spend 6x its cpuTimeMs. run_delay is exact when read by the running thread itself.
+   * Conservative both ways it can be off: a start reading up to ANCHOR_MAX_AGE_MS early
+   * may include waits before the entry (so at most the gap is discounted), and the wait
+   * for a CPU after a sleep counts in both the sleep and run_delay (so the larger of the
+   * two is discounted, not their sum). The charge never exceeds the entry's wall time, so
+   * a run's cpuTimeMs <= its wallTimeMs.
    */
   private entryCharge(): number {
     const end = performance.now();
-    const wallMs = Math.max(0, end - this.entryWallMs - this.waitedMs);
-    if (!this.readInEntry && wallMs <= SHORT_ENTRY_MS) return wallMs;
-    return Math.min((readClock(end) - this.entryCpuNs) / 1e6, wallMs);
+    const guestWallMs = Math.max(0, end - this.entryWallMs - this.waitedMs);
+    if (!this.readInEntry && guestWallMs <= SHORT_ENTRY_MS) return guestWallMs;
+    readClock(end);
+    return this.ranInEntryMs(end);
+  }
+
+  /**
+   * CPU time the current entry has run until `now`, from a clock reading taken at `now`
+   * (see entryCharge). The interrupt handler uses the same figure against the entry's
+   * budget, so the charge and the stop agree; the run-time field would stop a loop up to
+   * a tick late (its lag) and, under contention, later still.
+   */
+  private ranInEntryMs(now: number): number {
+    const spentMs = Math.max(0, now - this.entryWallMs);
+    const readingGapMs = this.entryWallMs - this.entryAnchorWallMs;
+    const waitedForCpuMs = Math.max(0, (anchorRunDelayNs - this.entryRunDelayNs) / 1e6 - readingGapMs);
+    return Math.max(0, spentMs - Math.max(this.waitedMs, waitedForCpuMs));
   }
 
   private armWatchdog(): void {
@@ -273,7 +304,6 @@ export class ExecutionGuard {
       // time before which the CPU deadline cannot pass only got more conservative. With
       // the wall-time fallback the CPU deadline moves by the time waited.
       if (!clock().isCpu && !this.wallOnly) {
-        this.entryCpuNs += waitedMs * 1e6;
         this.cpuDeadlineNs += waitedMs * 1e6;
         this.nextCpuCheck += waitedMs;
         if (this.armed) this.armed.cpuEpochMs += waitedMs;
