@@ -70,6 +70,33 @@ const bridgeAsDefault = {
   },
 };
 
+// esbuild's CommonJS helpers (__export, __copyProps, __toCommonJS, __name) run when a
+// module loads, which for lazy modules is after the script has run, in the script's realm:
+// `for (var name in all)` walks inherited enumerable properties, and the descriptor
+// literals they pass to Object.defineProperty inherit from Object.prototype. A script or
+// an old library that adds an enumerable property to Object.prototype (or a `get`, `set`
+// or `value` key) made every later import fail with "invalid getter". So the helpers are
+// rewritten: own keys only, prototype-free descriptors. The pattern must match exactly
+// once in a module that has the helper, or the build fails (a new esbuild changed them).
+function hardenHelpers(name, code) {
+  const exportLoop = /for\(var ([\w$]+) in ([\w$]+)\)([\w$]+)\(([\w$]+),\1,\{get:\2\[\1\],enumerable:!0\}\)/g;
+  const loops = code.match(exportLoop) ?? [];
+  if (loops.length === 0) {
+    if (/enumerable:!0/.test(code.slice(0, code.indexOf("module.exports=") + 1))) throw new Error(`guest module ${name}: esbuild's __export helper changed shape; update hardenHelpers in scripts/build.mjs`);
+    return code;
+  }
+  if (loops.length !== 1) throw new Error(`guest module ${name}: ${loops.length} __export helpers, expected 1`);
+  const helpersEnd = code.indexOf("module.exports=");
+  if (helpersEnd === -1) throw new Error(`guest module ${name}: no module.exports after esbuild's helpers`);
+  const hasOwn = /var ([\w$]+)=Object\.prototype\.hasOwnProperty;/.exec(code)?.[1] ?? "Object.prototype.hasOwnProperty";
+  const helpers = code
+    .slice(0, helpersEnd)
+    .replace(exportLoop, (_, key, all, define, target) => `for(var ${key} in ${all})${hasOwn}.call(${all},${key})&&${define}(${target},${key},{__proto__:null,get:${all}[${key}],enumerable:!0})`)
+    .replaceAll("{get:()=>", "{__proto__:null,get:()=>")
+    .replaceAll("{value:", "{__proto__:null,value:");
+  return helpers + code.slice(helpersEnd);
+}
+
 // The core builds from an entry without ES exports (guest-lib/core/entry.ts says why).
 const entryOf = (name) => join(guestRoot, name, name === "core" ? "entry.ts" : "index.ts");
 
@@ -97,7 +124,7 @@ for (const name of ordered) {
     plugins: [bridgeAsDefault],
     logLevel: "warning",
   });
-  const code = result.outputFiles[0].text;
+  const code = hardenHelpers(name, result.outputFiles[0].text);
   // The IIFE output does not list export names; an ESM pass over the same entry does.
   // The host needs them to serve `import { fetch } from "http"` as a real ES module.
   const meta = await esbuild.build({

@@ -57,6 +57,7 @@ export function definePairIterable<T extends object>(cls: { prototype: T; name: 
       }
     },
   };
-  for (const name in methods) defineProperty(proto, name, { value: methods[name], writable: true, enumerable: true, configurable: true });
+  // Own keys only: the module may load after a script added enumerable properties to Object.prototype.
+  for (const name of Object.keys(methods)) defineProperty(proto, name, { value: methods[name], writable: true, enumerable: true, configurable: true });
   defineProperty(proto, Symbol.iterator, { value: methods.entries, writable: true, configurable: true });
 }

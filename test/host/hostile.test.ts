@@ -31,6 +31,26 @@ describe("scripts that break their own realm", () => {
     expect(result).toMatchObject({ ok: true, value: { loaded: "function", sum: 2 } });
   });
 
+  it("guest modules load after a script added enumerable properties to Object.prototype (as old libraries do)", async () => {
+    // esbuild's module helpers walked inherited keys: every lazy import failed with "invalid getter".
+    const result = await runScript(`
+      Object.prototype.polluted = 1;
+      Object.prototype.get = function () { return "inherited get" };
+      const http = await import("http");
+      const cloud = await import("cloud");
+      const { env } = await import("runtime");
+      export default async () => ({
+        modules: [typeof http.fetch, typeof cloud.default, typeof env],
+        web: [await new Blob(["x"]).text(), new Headers({ a: "1" }).get("a"), new URL("http://h/?q=2").searchParams.get("q"), await new Response("hi").text()],
+        other: [typeof crypto.subtle.digest, new Intl.NumberFormat("en").format(1234), structuredClone({ n: 1 }).n],
+        headersMethods: Object.keys(Headers.prototype).includes("polluted"),
+      });`);
+    expect(result).toMatchObject({
+      ok: true,
+      value: { modules: ["function", "object", "object"], web: ["x", "1", "2", "hi"], other: ["function", "1,234", 1], headersMethods: false },
+    });
+  });
+
   it("a builtin locked beyond repair gives a guest-side error that says what broke", async () => {
     // A worker of its own, with no history: no guest module is preloaded into the realm
     // (see ModuleUsage), so the marshal module really loads after the script's damage.
