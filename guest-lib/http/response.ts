@@ -67,7 +67,7 @@ export class Response {
     if (body !== null && body !== undefined && NULL_BODY_STATUS.includes(slots.status)) {
       throw new TypeErrorCtor(`Response: a ${slots.status} response cannot have a body`);
     }
-    slots.body = newBodyState(body, slots.headers);
+    slots.body = newBodyState(body, headersOf(slots));
     slots.body.signal = signal;
     this.#slots = slots;
     bodyStates.set(this, slots.body);
@@ -93,7 +93,7 @@ export class Response {
     if (text === undefined) throw new TypeErrorCtor("Response.json: the data cannot be serialized as JSON");
     const [slots] = initialize(init);
     if (NULL_BODY_STATUS.includes(slots.status)) throw new TypeErrorCtor(`Response.json: a ${slots.status} response cannot have a body`);
-    slots.body = newBodyState(text, slots.headers, "application/json");
+    slots.body = newBodyState(text, headersOf(slots), "application/json");
     return create(slots);
   }
 
