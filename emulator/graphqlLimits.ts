@@ -5,7 +5,7 @@
 // overlapping-fields rule would do (quadratic in fields sharing a response name and in
 // fragments spread together). During execution a time budget bounds what is left.
 import {
-  GraphQLError, GraphQLList, GraphQLNonNull, GraphQLObjectType, Kind, SchemaMetaFieldDef, TypeMetaFieldDef, TypeNameMetaFieldDef,
+  GraphQLEnumType, GraphQLError, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLObjectType, Kind, isAbstractType, SchemaMetaFieldDef, TypeMetaFieldDef, TypeNameMetaFieldDef,
   defaultFieldResolver, getNamedType, visit,
   type ASTNode, type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLField, type GraphQLFieldResolver,
   type GraphQLSchema, type GraphQLType, type SelectionSetNode,
@@ -23,6 +23,16 @@ export const GRAPHQL_LIMITS = {
   /** Cost: each field 1, and a list field's selections count `listFactor` times. */
   maxCost: 1000,
   listFactor: 10,
+  /**
+   * Cost of the introspection in one document (`__schema`, `__type` and everything under
+   * them), priced apart: each field 1, and a list's selections count as many times as the
+   * schema's longest such list (19 types, the most fields of a type, …), so the estimate
+   * never falls below what execution resolves. graphql-js's getIntrospectionQuery()
+   * (what GraphiQL and code generators send) is 19,064 on this schema and executes in
+   * 2-18 ms; the limit lets three of them through in one document, not an alias bomb
+   * (100 aliased `types { fields { type { fields … } } }` trees are 963,401: 120 ms, 700 KB).
+   */
+  maxIntrospectionCost: 60_000,
   /**
    * Work units of the overlapping-fields validation (an upper estimate: a field pair 3, a
    * fragment pair 2, a name looked up 1). graphql-js stops that rule itself only at
@@ -83,6 +93,38 @@ function isList(type: GraphQLType): boolean {
 }
 
 /**
+ * The longest list each introspection list field can return on `schema` (`fields` is the
+ * most fields any type has, and so on): the factor that field's selections are priced at.
+ */
+const introspectionListSizes = new WeakMap<GraphQLSchema, Map<string, number>>();
+function introspectionListSize(schema: GraphQLSchema, field: string): number {
+  let sizes = introspectionListSizes.get(schema);
+  if (!sizes) {
+    const max = (name: string, value: number) => sizes!.set(name, Math.max(sizes!.get(name) ?? 1, value));
+    sizes = new Map();
+    const types = Object.values(schema.getTypeMap());
+    max("types", types.length);
+    max("directives", schema.getDirectives().length);
+    for (const directive of schema.getDirectives()) {
+      max("args", directive.args.length);
+      max("locations", directive.locations.length);
+    }
+    for (const type of types) {
+      if ("getFields" in type) {
+        const fields = Object.values(type.getFields());
+        max(type instanceof GraphQLInputObjectType ? "inputFields" : "fields", fields.length);
+        for (const field of fields) if ("args" in field) max("args", field.args.length);
+      }
+      if ("getInterfaces" in type) max("interfaces", type.getInterfaces().length);
+      if (type instanceof GraphQLEnumType) max("enumValues", type.getValues().length);
+      if (isAbstractType(type)) max("possibleTypes", schema.getPossibleTypes(type).length);
+    }
+    introspectionListSizes.set(schema, sizes);
+  }
+  return sizes.get(field) ?? 1;
+}
+
+/**
  * Depth and cost of the operations in `document`, fragments expanded (each fragment's cost
  * is computed once, so a fragment fan-out cannot make this walk exponential; a cycle, which
  * validation would refuse later, counts as over the limit).
@@ -90,9 +132,13 @@ function isList(type: GraphQLType): boolean {
 export function checkDocumentCost(schema: GraphQLSchema, document: DocumentNode): void {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  const memo = new Map<string, { cost: number; depth: number }>();
+  interface Price { cost: number; depth: number; introspection: number }
+  // Keyed by fragment name and whether it is priced as introspection (see walk).
+  const memo = new Map<string, Price>();
   const inProgress = new Set<string>();
-  const over = { cost: GRAPHQL_LIMITS.maxCost + 1, depth: GRAPHQL_LIMITS.maxDepth + 1 };
+  const over: Price = { cost: GRAPHQL_LIMITS.maxCost + 1, depth: GRAPHQL_LIMITS.maxDepth + 1, introspection: GRAPHQL_LIMITS.maxIntrospectionCost + 1 };
+  const isOver = (price: Price) =>
+    price.cost > GRAPHQL_LIMITS.maxCost || price.depth > GRAPHQL_LIMITS.maxDepth || price.introspection > GRAPHQL_LIMITS.maxIntrospectionCost;
 
   // Introspection's meta fields are not in Query's field map: without their real types,
   // `__schema { types { fields … } }` would be priced as if it had no lists at all.
@@ -105,51 +151,68 @@ export function checkDocumentCost(schema: GraphQLSchema, document: DocumentNode)
     return parent?.getFields()[name];
   };
 
-  const walk = (selectionSet: SelectionSetNode, parent: GraphQLObjectType | undefined): { cost: number; depth: number } => {
-    let cost = 0;
-    let depth = 0;
+  // Under `__schema` and `__type`, a selection is priced in `introspection` with the
+  // schema's real list lengths, and adds no depth: the standard introspection query nests
+  // `ofType` 9 levels (bounded by the text's nesting limit), and graphql-js's
+  // MaxIntrospectionDepthRule refuses `fields { type { fields …` cycles in validation.
+  const walk = (selectionSet: SelectionSetNode, parent: GraphQLObjectType | undefined, introspecting: boolean): Price => {
+    const total: Price = { cost: 0, depth: 0, introspection: 0 };
     for (const selection of selectionSet.selections) {
-      let part: { cost: number; depth: number };
+      let part: Price;
       if (selection.kind === Kind.FIELD) {
         const field = fieldOf(parent, selection.name.value);
+        const meta = field === SchemaMetaFieldDef || field === TypeMetaFieldDef;
+        const inner = introspecting || meta;
         const child = selection.selectionSet
-          ? walk(selection.selectionSet, (field ? getNamedType(field.type) : undefined) as GraphQLObjectType | undefined)
-          : { cost: 0, depth: 0 };
-        part = { cost: 1 + (field && isList(field.type) ? GRAPHQL_LIMITS.listFactor : 1) * child.cost, depth: 1 + child.depth };
+          ? walk(selection.selectionSet, (field ? getNamedType(field.type) : undefined) as GraphQLObjectType | undefined, inner)
+          : { cost: 0, depth: 0, introspection: 0 };
+        const list = field !== undefined && isList(field.type);
+        if (inner) {
+          const factor = list ? introspectionListSize(schema, selection.name.value) : 1;
+          part = { cost: 0, depth: meta ? 1 : 0, introspection: 1 + factor * child.introspection };
+        } else {
+          const factor = list ? GRAPHQL_LIMITS.listFactor : 1;
+          part = { cost: 1 + factor * child.cost, depth: 1 + child.depth, introspection: factor * child.introspection };
+        }
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        part = walk(selection.selectionSet, parent);
+        part = walk(selection.selectionSet, parent, introspecting);
       } else {
         const name = selection.name.value;
+        const key = `${introspecting ? "i" : "q"}:${name}`;
         const fragment = fragments.get(name);
-        if (!fragment) part = { cost: 0, depth: 0 };
+        if (!fragment) part = { cost: 0, depth: 0, introspection: 0 };
         else if (inProgress.has(name)) part = over;
         else {
-          let known = memo.get(name);
+          let known = memo.get(key);
           if (!known) {
             inProgress.add(name);
-            known = walk(fragment.selectionSet, schema.getType(fragment.typeCondition.name.value) as GraphQLObjectType | undefined);
+            known = walk(fragment.selectionSet, schema.getType(fragment.typeCondition.name.value) as GraphQLObjectType | undefined, introspecting);
             inProgress.delete(name);
-            memo.set(name, known);
+            memo.set(key, known);
           }
           part = known;
         }
       }
-      cost += part.cost;
-      depth = Math.max(depth, part.depth);
-      if (cost > GRAPHQL_LIMITS.maxCost || depth > GRAPHQL_LIMITS.maxDepth) return { cost, depth };
+      total.cost += part.cost;
+      total.introspection += part.introspection;
+      total.depth = Math.max(total.depth, part.depth);
+      if (isOver(total)) return total;
     }
-    return { cost, depth };
+    return total;
   };
 
   for (const definition of document.definitions) {
     if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
     const root = definition.operation === "mutation" ? schema.getMutationType() : definition.operation === "subscription" ? schema.getSubscriptionType() : schema.getQueryType();
-    const { cost, depth } = walk(definition.selectionSet, root ?? undefined);
+    const { cost, depth, introspection } = walk(definition.selectionSet, root ?? undefined, false);
     if (depth > GRAPHQL_LIMITS.maxDepth) {
       throw new GraphQLLimitError("QUERY_TOO_DEEP", `selections nest deeper than ${GRAPHQL_LIMITS.maxDepth} levels`);
     }
     if (cost > GRAPHQL_LIMITS.maxCost) {
       throw new GraphQLLimitError("QUERY_TOO_COSTLY", `the query costs more than ${GRAPHQL_LIMITS.maxCost} (each field counts 1, a list's selections ${GRAPHQL_LIMITS.listFactor} times); ask for fewer fields or aliases`);
+    }
+    if (introspection > GRAPHQL_LIMITS.maxIntrospectionCost) {
+      throw new GraphQLLimitError("QUERY_TOO_COSTLY", `the query's introspection costs more than ${GRAPHQL_LIMITS.maxIntrospectionCost} (each field counts 1, a list's selections as many times as the schema's longest such list); ask for the schema once`);
     }
   }
 }

@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createRequire } from "node:module";
 import Database from "better-sqlite3";
+import { buildClientSchema, getIntrospectionQuery } from "graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { classify } from "../../emulator/errors.js";
 import { GRAPHQL_LIMITS } from "../../emulator/graphqlLimits.js";
@@ -80,15 +81,34 @@ describe("limits checked before execution", () => {
     expectRefused(await ask(query.replace(/\{ \.\.\.F(\d+) /g, (_m, n) => `{ ...F${n} ...F${n} `)), "QUERY_TOO_COSTLY");
   });
 
-  it("introspection's lists are priced as lists: an alias bomb over __schema is QUERY_TOO_COSTLY", async () => {
-    // Priced as list-free before, 100 of these (cost 700) answered 700 KB; each one alone is over the limit now.
+  it("the standard introspection query (what GraphiQL and code generators send) is answered, and builds a client schema", async () => {
+    const answer = await ask(getIntrospectionQuery());
+    expect(answer.status).toBe(200);
+    expect(answer.body.errors).toBeUndefined();
+    const schema = buildClientSchema(answer.body.data);
+    expect(Object.keys(schema.getQueryType()!.getFields())).toEqual(expect.arrayContaining(["viewer", "pats"]));
+    expect(schema.getMutationType()?.getFields().createPat).toBeDefined();
+  });
+
+  it("introspection is priced with the schema's real list lengths: an alias bomb over __schema is QUERY_TOO_COSTLY", async () => {
+    // Priced as list-free once, 100 of these answered 700 KB (120 ms of execution).
     const one = "types { fields { type { fields { type { name kind description } } } } }";
-    expectRefused(await ask(`{ __schema { ${one} } }`), "QUERY_TOO_COSTLY");
+    expect((await ask(`{ __schema { ${one} } }`)).status).toBe(200);
     expectRefused(await ask(`{ __schema { ${Array.from({ length: 100 }, (_, i) => `a${i}: ${one}`).join(" ")} } }`), "QUERY_TOO_COSTLY");
+    // Through fragments and aliased meta fields too.
+    const spreads = `{ ${Array.from({ length: 10 }, (_, i) => `s${i}: __schema { ...S }`).join(" ")} }\nfragment S on __Schema { types { ...T } }\nfragment T on __Type { fields { type { ...U } } }\nfragment U on __Type { fields { type { name kind description } } }`;
+    expectRefused(await ask(spreads), "QUERY_TOO_COSTLY");
     // A small introspection query still runs.
     const small = await ask(`{ __schema { queryType { name } } __type(name: "Pat") { name fields { name } } }`);
     expect(small.status).toBe(200);
     expect(small.body.data.__type.fields.map((f: { name: string }) => f.name)).toContain("token");
+  });
+
+  it("introspection cycles deeper than graphql-js's MaxIntrospectionDepthRule allows are refused in validation", async () => {
+    const cycle = "{ __schema { types { fields { type { fields { type { fields { type { name } } } } } } } } }";
+    const answer = await ask(cycle);
+    expect(answer.status).toBe(400);
+    expect(answer.body.errors[0].message).toMatch(/Maximum introspection depth exceeded/);
   });
 
   describe("validation's overlapping-fields work (quadratic) is bounded before validation runs: QUERY_TOO_COMPLEX", () => {
