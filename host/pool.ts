@@ -391,6 +391,13 @@ export class WorkerPool {
   private readonly idleIsolated: WorkerConnection[] = [];
   private readonly isolatedWaiters: IsolatedWaiter[] = [];
   private nextShared = 0;
+  /**
+   * Shared workers beyond a smaller `sharedWorkers` (configure): they take no new
+   * sandboxes and end when their last one is released.
+   */
+  private readonly retiring = new Set<WorkerConnection>();
+  /** The warm-up in progress (warmUp), shared by concurrent callers. */
+  private warming: Promise<void> | null = null;
   private watchdogTimer: NodeJS.Timeout | null = null;
   options: PoolOptions;
 
@@ -398,9 +405,20 @@ export class WorkerPool {
     this.options = resolvePoolOptions(options, defaultPoolOptions());
   }
 
-  /** Changes the pool's sizes; running workers stay, new decisions follow the new sizes. */
+  /**
+   * Changes the pool's sizes. A larger pool grows as sandboxes need workers. A smaller one
+   * shrinks now: shared workers beyond the new count stop taking sandboxes (the emptiest
+   * go first) and end once their last sandbox is released, so no sandbox loses its worker;
+   * idle dedicated workers beyond idleIsolatedWorkers end now.
+   */
   configure(options: Partial<PoolOptions>): void {
     this.options = resolvePoolOptions(options, this.options);
+    while (this.shared.length > this.options.sharedWorkers) {
+      const emptiest = this.shared.reduce((a, b) => (b.sandboxCount < a.sandboxCount ? b : a));
+      this.shared.splice(this.shared.indexOf(emptiest), 1);
+      if (emptiest.sandboxCount === 0) emptiest.terminate();
+      else this.retiring.add(emptiest);
+    }
     while (this.idleIsolated.length > this.options.idleIsolatedWorkers) this.idleIsolated.shift()!.terminate();
     this.wakeIsolatedWaiters();
   }
@@ -480,7 +498,11 @@ export class WorkerPool {
 
   release(connection: WorkerConnection): void {
     connection.sandboxCount--;
-    if (!connection.dedicated || connection.sandboxCount > 0 || connection.lost) return;
+    if (connection.sandboxCount > 0 || connection.lost) return;
+    if (!connection.dedicated) {
+      if (this.retiring.delete(connection)) connection.terminate();
+      return;
+    }
     // An idle dedicated worker is kept for the next isolated sandbox (a new thread costs
     // its start-up and warm-up), up to idleIsolatedWorkers of them.
     if (this.isolatedWaiters.length > 0) {
@@ -501,7 +523,15 @@ export class WorkerPool {
   }
 
   /** Starts the shared workers now instead of at the first createSandbox; settles once they are warm. */
-  async warmUp(): Promise<void> {
+  warmUp(): Promise<void> {
+    // Concurrent calls share one warm-up, so the workers still start one after another.
+    this.warming ??= this.startAllShared().finally(() => {
+      this.warming = null;
+    });
+    return this.warming;
+  }
+
+  private async startAllShared(): Promise<void> {
     // One after another: threads starting side by side share the cores with the embedder
     // and each other, so all of them would be ready later than the first one alone.
     for (let started = 0; started < this.options.sharedWorkers && this.shared.length < this.options.sharedWorkers; started++) {
@@ -511,6 +541,7 @@ export class WorkerPool {
   }
 
   forget(connection: WorkerConnection): void {
+    this.retiring.delete(connection);
     if (!this.all.delete(connection)) return;
     const index = this.shared.indexOf(connection);
     if (index !== -1) this.shared.splice(index, 1);
@@ -545,6 +576,7 @@ export class WorkerPool {
   get counts(): PoolStats {
     return {
       shared: this.shared.length,
+      retiringShared: this.retiring.size,
       isolated: this.isolatedAlive,
       idleIsolated: this.idleIsolated.length,
       waitingForIsolated: this.isolatedWaiters.length,
@@ -557,6 +589,7 @@ export class WorkerPool {
     for (const connection of [...this.all]) connection.terminate();
     this.all.clear();
     this.shared.length = 0;
+    this.retiring.clear();
     this.idleIsolated.length = 0;
     this.isolatedAlive = 0;
   }
@@ -570,8 +603,10 @@ export function sharedPool(): WorkerPool {
 
 /** What the process-wide pools hold now (for monitoring and tests). */
 export interface PoolStats {
-  /** Shared workers alive. */
+  /** Shared workers alive and taking new sandboxes. */
   shared: number;
+  /** Shared workers beyond a smaller `sharedWorkers`, ending once their sandboxes are released. */
+  retiringShared: number;
   /** Dedicated workers alive (serving an isolated sandbox, or idle for the next). */
   isolated: number;
   idleIsolated: number;
@@ -586,8 +621,9 @@ export function poolStats(): PoolStats {
 }
 
 /**
- * Sizes the process-wide worker pools (exported from "scriptbox"). Call it at start-up;
- * later calls apply to workers started afterwards. Returns the sizes now in force.
+ * Sizes the process-wide worker pools (exported from "scriptbox"). Best called at
+ * start-up; a later call that makes the pool smaller retires the workers beyond it as
+ * their sandboxes are released (WorkerPool.configure). Returns the sizes now in force.
  */
 export function configurePool(options: Partial<PoolOptions> = {}): PoolOptions {
   const pool = sharedPool();
