@@ -12,6 +12,7 @@ import { AdaptivePoll } from "../adaptive-poll.js";
 import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
 import type { HostFunctionEntry } from "./declaration.js";
 import { HostError } from "./host-error.js";
+import { SyncReplySlot } from "./sync-reply-slot.js";
 import { formatBytes } from "../limits.js";
 import type { HostCallContext } from "./types.js";
 import {
@@ -109,7 +110,7 @@ export class HostCallServer {
   private readonly open = new Map<number, OpenActivation>();
   private calls: MessagePort | null = null;
   private syncReplies: MessagePort | null = null;
-  private signal: Int32Array | null = null;
+  private syncSlot: SyncReplySlot | null = null;
   /** After answering, poll briefly for the guest's next call (see host/adaptive-poll.ts). */
   private readonly nextCall = new AdaptivePoll(HOST_CALL_POLL_MS);
 
@@ -119,7 +120,7 @@ export class HostCallServer {
     this.syncReplies?.close();
     this.calls = message.calls;
     this.syncReplies = message.syncReplies;
-    this.signal = new Int32Array(message.signal);
+    this.syncSlot = new SyncReplySlot(message.signal);
     // Host calls only happen during a request, which already keeps the process alive.
     this.calls.unref();
     this.syncReplies.unref();
@@ -222,10 +223,11 @@ export class HostCallServer {
   }
 
   private replySync(reply: HostCallReply): void {
-    if (!this.syncReplies || !this.signal) return;
-    this.syncReplies.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
-    Atomics.store(this.signal, 0, 1);
-    Atomics.notify(this.signal, 0);
+    if (!this.syncReplies || !this.syncSlot) return;
+    if (!reply.ok || reply.b.length > 0 || !this.syncSlot.answerInline(reply.c, reply.j)) {
+      this.syncReplies.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
+      this.syncSlot.answerOnPort(reply.c);
+    }
     this.answered();
   }
 

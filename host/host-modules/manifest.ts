@@ -36,7 +36,7 @@ export interface HostCallsOpenMessage {
   calls: import("node:worker_threads").MessagePort;
   /** Replies to synchronous calls (the worker reads them with receiveMessageOnPort). */
   syncReplies: import("node:worker_threads").MessagePort;
-  /** Int32 [0]: set to 1 and notified when a synchronous reply has been posted. */
+  /** Where synchronous answers arrive or are announced (host/host-modules/sync-reply-slot.ts). */
   signal: SharedArrayBuffer;
 }
 
@@ -77,7 +77,7 @@ export const HOST_CALL_POLL_MS = 0.15;
 export type HostCallWire = string | HostCallMessage;
 export type HostReplyWire = string | HostCallReply;
 
-const NO_BUFFERS: ArrayBuffer[] = Object.freeze([]) as unknown as ArrayBuffer[];
+export const NO_BUFFERS: ArrayBuffer[] = Object.freeze([]) as unknown as ArrayBuffer[];
 
 export function callToWire(call: HostCallMessage): HostCallWire {
   return call.b.length === 0 ? `${call.s}${call.t},${call.c},${call.f},${call.j}` : call;

@@ -230,6 +230,20 @@ describe("async host functions", () => {
     expect(out.slice(items.length)).toEqual(['[1,"two",true,null,-4.25]', '[-1,"x\\"y",false]']);
   });
 
+  it("sync results of every size cross whole: in the shared reply block (up to 2,048 UTF-16 units of JSON) and past it on the port", async () => {
+    // host/host-modules/sync-reply-slot.ts: small answers are written into shared memory,
+    // others are posted; the sizes straddle the edge, with surrogate pairs across it.
+    const pair = "😀";
+    const texts = [2045, 2046, 2047, 2048, 100_000].map((n) => "é".repeat(n - 3) + pair);
+    const result = await sandbox.run(`import { echoSync } from "app";
+      export default (texts) => texts.map((text) => {
+        const back = echoSync(text);
+        const bytes = echoSync(new Uint8Array([1, 2, 3]));
+        return [back === text, back.length, bytes instanceof Uint8Array && bytes.join()];
+      })`, { input: texts });
+    expect(value(result)).toEqual(texts.map((text) => [true, text.length, "1,2,3"]));
+  });
+
   it("a HostError's code reaches the guest as error.code, with a guest stack and no host frames", async () => {
     const result = await sandbox.run(`import { findUser } from "app";
       export default async () => { try { await findUser(-1) } catch (e) { return [e instanceof Error, e.name, e.message, e.code, e.stack] } }`, { filename: "lookup.js" });

@@ -175,11 +175,13 @@ describe("synchronous host calls", () => {
     } finally {
       await sandbox.dispose();
     }
-    const short = await createSandbox({ limits: { wallTimeMs: 200 }, modules: { app: { slow: hostSync(() => (busyWait(600), "done")) } } });
+    const short = await createSandbox({ limits: { wallTimeMs: 200 }, modules: { app: { slow: hostSync(() => (busyWait(600), "done")), next: hostSync((n: number) => n + 1) } } });
     try {
       const result = await short.run(`import { slow } from "app"; export default () => { try { return slow() } catch { return "caught" } }`);
       expect(failure(result)).toMatchObject({ kind: "timeout", message: expect.stringContaining("while waiting for app.slow (a synchronous host function)") });
       expect(value(await short.run(`export default () => "next run"`))).toBe("next run");
+      // The late answer ("done") lands before this call's: each call takes its own answer.
+      expect(value(await short.run(`import { next } from "app"; export default () => [next(41), next(1)]`))).toEqual([42, 2]);
     } finally {
       await short.dispose();
     }

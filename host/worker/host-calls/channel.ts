@@ -3,16 +3,19 @@
 //
 // Async calls go out on the call port and their answers come back on it as messages.
 // A synchronous call goes out the same way; then the worker thread sleeps in Atomics.wait
-// on a shared Int32 until the embedder has posted the answer on the sync-reply port and
-// notified it, and takes the answer with receiveMessageOnPort. Before that sleep it watches
-// the shared signal for a moment, only while such watching has been paying (an answer
-// within microseconds; host/adaptive-poll.ts): on a loaded machine the wait costs no CPU.
-// It is bounded by the caller's wall deadline.
+// on a shared block until the embedder has written the answer there (or, for a large one,
+// posted it on the sync-reply port, taken with receiveMessageOnPort) and notified it
+// (host/host-modules/sync-reply-slot.ts). Before that sleep it watches the block for a
+// moment, only while such watching has been paying (an answer within microseconds;
+// host/adaptive-poll.ts): on a loaded machine the wait costs no CPU. It is bounded by the
+// caller's wall deadline.
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { performance } from "node:perf_hooks";
 import { AdaptivePoll } from "../../adaptive-poll.js";
+import { SYNC_REPLY_SLOT_BYTES, SyncReplySlot } from "../../host-modules/sync-reply-slot.js";
 import {
   HOST_CALL_POLL_MS,
+  NO_BUFFERS,
   callToWire,
   replyFromWire,
   type HostCallMessage,
@@ -38,7 +41,7 @@ export class HostCallChannel {
 
   private calls: MessagePort | null = null;
   private syncReplies: MessagePort | null = null;
-  private signal: Int32Array | null = null;
+  private syncSlot: SyncReplySlot | null = null;
   private nextCallId = 1;
   private readonly waiting = new Map<number, (reply: HostCallReply) => void>();
 
@@ -48,10 +51,10 @@ export class HostCallChannel {
     if (this.calls) return this.calls;
     const calls = new MessageChannel();
     const syncReplies = new MessageChannel();
-    const signal = new SharedArrayBuffer(4);
+    const signal = new SharedArrayBuffer(SYNC_REPLY_SLOT_BYTES);
     this.calls = calls.port1;
     this.syncReplies = syncReplies.port1;
-    this.signal = new Int32Array(signal);
+    this.syncSlot = new SyncReplySlot(signal);
     this.calls.on("message", (reply: HostReplyWire) => {
       this.dispatch(replyFromWire(reply));
       this.pollForReplies();
@@ -105,29 +108,34 @@ export class HostCallChannel {
   /** Sends a synchronous call and blocks this thread until its answer, or until `deadline` (performance.now() clock). */
   callSync(token: number, fn: number, json: string, buffers: ArrayBuffer[], deadline: number): SyncOutcome {
     const port = this.openOnce();
-    const signal = this.signal!;
+    const slot = this.syncSlot!;
     const c = this.nextCallId++;
-    Atomics.store(signal, 0, 0);
     const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 1 };
     port.postMessage(callToWire(call), buffers);
     // The answer usually comes within microseconds while the embedder is polling for calls:
-    // watch the signal for a moment first (no lock, unlike the port) rather than go to
-    // sleep, while that pays (see host/adaptive-poll.ts).
+    // watch the block for a moment first rather than go to sleep, while that pays (see
+    // host/adaptive-poll.ts).
     this.syncReply.poll(
-      () => Atomics.load(signal, 0) !== 0,
-      () => Atomics.load(signal, 0) === 0,
+      () => slot.readyId() === c,
+      () => slot.readyId() !== c,
     );
     for (;;) {
-      const received = receiveMessageOnPort(this.syncReplies!);
-      if (received) {
-        const reply = replyFromWire(received.message as HostReplyWire);
-        if (reply.c === c) return reply;
-        continue; // the answer to an earlier call that timed out: dropped
+      const ready = slot.readyId();
+      if (ready === c) {
+        const text = slot.inlineText();
+        if (text !== null) return { c, ok: true, j: text, b: NO_BUFFERS };
+        // On the port, behind any answers to earlier calls that timed out: those are dropped.
+        for (;;) {
+          const received = receiveMessageOnPort(this.syncReplies!);
+          // Cannot happen (the embedder posts before it marks the block), but never spin on it.
+          if (!received) return { c, ok: false, e: { name: "Error", message: "the answer to the synchronous host call was lost" } };
+          const reply = replyFromWire(received.message as HostReplyWire);
+          if (reply.c === c) return reply;
+        }
       }
       const left = deadline - performance.now();
       if (left <= 0) return "timeout";
-      Atomics.wait(signal, 0, 0, left);
-      Atomics.store(signal, 0, 0);
+      slot.sleep(ready, left);
     }
   }
 }
