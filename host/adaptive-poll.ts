@@ -42,6 +42,11 @@ export class AdaptivePoll {
   /** `windowMs`: the longest poll for one message. */
   constructor(private readonly windowMs: number) {}
 
+  /** Whether a poll session is running (a handler called from `take` is inside it). */
+  get polling(): boolean {
+    return this.active;
+  }
+
   /**
    * Polls with `take` (true when it received and handled a message) while a message is
    * expected (`waiting`) and polling has been paying. Each message taken extends the

@@ -12,7 +12,7 @@ import { AdaptivePoll } from "../adaptive-poll.js";
 import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
 import type { HostFunctionEntry } from "./declaration.js";
 import { HostError } from "./host-error.js";
-import { SyncReplySlot } from "./sync-reply-slot.js";
+import { SyncCallBlock } from "./sync-call-block.js";
 import { formatBytes } from "../limits.js";
 import type { HostCallContext } from "./types.js";
 import {
@@ -110,7 +110,7 @@ export class HostCallServer {
   private readonly open = new Map<number, OpenActivation>();
   private calls: MessagePort | null = null;
   private syncReplies: MessagePort | null = null;
-  private syncSlot: SyncReplySlot | null = null;
+  private syncBlock: SyncCallBlock | null = null;
   /** After answering, poll briefly for the guest's next call (see host/adaptive-poll.ts). */
   private readonly nextCall = new AdaptivePoll(HOST_CALL_POLL_MS);
 
@@ -120,7 +120,7 @@ export class HostCallServer {
     this.syncReplies?.close();
     this.calls = message.calls;
     this.syncReplies = message.syncReplies;
-    this.syncSlot = new SyncReplySlot(message.signal);
+    this.syncBlock = new SyncCallBlock(message.signal);
     // Host calls only happen during a request, which already keeps the process alive.
     this.calls.unref();
     this.syncReplies.unref();
@@ -223,21 +223,43 @@ export class HostCallServer {
   }
 
   private replySync(reply: HostCallReply): void {
-    if (!this.syncReplies || !this.syncSlot) return;
-    if (!reply.ok || reply.b.length > 0 || !this.syncSlot.answerInline(reply.c, reply.j)) {
+    if (!this.syncReplies || !this.syncBlock) return;
+    if (!reply.ok || reply.b.length > 0 || !this.syncBlock.answerInline(reply.c, reply.j)) {
       this.syncReplies.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
-      this.syncSlot.answerOnPort(reply.c);
+      this.syncBlock.answerOnPort(reply.c);
     }
     this.answered();
   }
 
   private answered(): void {
     const calls = this.calls;
-    if (!calls) return;
-    this.nextCall.poll(() => {
-      const received = receiveMessageOnPort(calls);
-      if (received) this.onCall(callFromWire(received.message as HostCallWire));
-      return received !== undefined;
-    });
+    const block = this.syncBlock;
+    // Called again from a call handled inside the session: the session goes on.
+    if (!calls || !block || this.nextCall.polling) return;
+    // While polling, a synchronous call can come through the shared block instead of the
+    // port (host/host-modules/sync-call-block.ts): cheaper to send, and to watch for.
+    block.watchCalls();
+    this.nextCall.poll(() => this.takeNextCall(calls, block));
+    const late = block.stopWatching();
+    if (late !== null) this.onBlockCall(calls, late);
+  }
+
+  private takeNextCall(calls: MessagePort, block: SyncCallBlock): boolean {
+    const inBlock = block.takeCall();
+    if (inBlock !== null) {
+      this.onBlockCall(calls, inBlock);
+      return true;
+    }
+    const received = receiveMessageOnPort(calls);
+    if (received) this.onCall(callFromWire(received.message as HostCallWire));
+    return received !== undefined;
+  }
+
+  /** A call taken from the block; calls the worker posted before it are handled first, in order. */
+  private onBlockCall(calls: MessagePort, wire: string): void {
+    for (let received = receiveMessageOnPort(calls); received; received = receiveMessageOnPort(calls)) {
+      this.onCall(callFromWire(received.message as HostCallWire));
+    }
+    this.onCall(callFromWire(wire));
   }
 }

@@ -36,7 +36,7 @@ export interface HostCallsOpenMessage {
   calls: import("node:worker_threads").MessagePort;
   /** Replies to synchronous calls (the worker reads them with receiveMessageOnPort). */
   syncReplies: import("node:worker_threads").MessagePort;
-  /** Where synchronous answers arrive or are announced (host/host-modules/sync-reply-slot.ts). */
+  /** Where synchronous answers arrive or are announced (host/host-modules/sync-call-block.ts). */
   signal: SharedArrayBuffer;
 }
 

@@ -231,7 +231,7 @@ describe("async host functions", () => {
   });
 
   it("sync results of every size cross whole: in the shared reply block (up to 2,048 UTF-16 units of JSON) and past it on the port", async () => {
-    // host/host-modules/sync-reply-slot.ts: small answers are written into shared memory,
+    // host/host-modules/sync-call-block.ts: small answers are written into shared memory,
     // others are posted; the sizes straddle the edge, with surrogate pairs across it.
     const pair = "😀";
     const texts = [2045, 2046, 2047, 2048, 100_000].map((n) => "é".repeat(n - 3) + pair);
@@ -242,6 +242,19 @@ describe("async host functions", () => {
         return [back === text, back.length, bytes instanceof Uint8Array && bytes.join()];
       })`, { input: texts });
     expect(value(result)).toEqual(texts.map((text) => [true, text.length, "1,2,3"]));
+  });
+
+  it("calls reach the embedder in the order the guest made them, async and sync mixed (sync calls may come through shared memory)", async () => {
+    const seen: string[] = [];
+    const result = await sandbox.run(`import { log, mark } from "app";
+      export default async (n) => {
+        const pending = [];
+        for (let i = 0; i < n; i++) { pending.push(log(i)); mark(i) }
+        await Promise.all(pending);
+        return n;
+      }`, { input: 3000, modules: { app: { ...app, log: async (i: number) => void seen.push(`a${i}`), mark: hostSync((i: number) => void seen.push(`s${i}`)) } } });
+    expect(value(result)).toBe(3000);
+    expect(seen).toEqual(Array.from({ length: 3000 }, (_, i) => [`a${i}`, `s${i}`]).flat());
   });
 
   it("a HostError's code reaches the guest as error.code, with a guest stack and no host frames", async () => {

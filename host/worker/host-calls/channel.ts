@@ -5,14 +5,14 @@
 // A synchronous call goes out the same way; then the worker thread sleeps in Atomics.wait
 // on a shared block until the embedder has written the answer there (or, for a large one,
 // posted it on the sync-reply port, taken with receiveMessageOnPort) and notified it
-// (host/host-modules/sync-reply-slot.ts). Before that sleep it watches the block for a
+// (host/host-modules/sync-call-block.ts). Before that sleep it watches the block for a
 // moment, only while such watching has been paying (an answer within microseconds;
 // host/adaptive-poll.ts): on a loaded machine the wait costs no CPU. It is bounded by the
 // caller's wall deadline.
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { performance } from "node:perf_hooks";
 import { AdaptivePoll } from "../../adaptive-poll.js";
-import { SYNC_REPLY_SLOT_BYTES, SyncReplySlot } from "../../host-modules/sync-reply-slot.js";
+import { SYNC_CALL_BLOCK_BYTES, SyncCallBlock } from "../../host-modules/sync-call-block.js";
 import {
   HOST_CALL_POLL_MS,
   NO_BUFFERS,
@@ -41,7 +41,7 @@ export class HostCallChannel {
 
   private calls: MessagePort | null = null;
   private syncReplies: MessagePort | null = null;
-  private syncSlot: SyncReplySlot | null = null;
+  private syncSlot: SyncCallBlock | null = null;
   private nextCallId = 1;
   private readonly waiting = new Map<number, (reply: HostCallReply) => void>();
 
@@ -51,10 +51,10 @@ export class HostCallChannel {
     if (this.calls) return this.calls;
     const calls = new MessageChannel();
     const syncReplies = new MessageChannel();
-    const signal = new SharedArrayBuffer(SYNC_REPLY_SLOT_BYTES);
+    const signal = new SharedArrayBuffer(SYNC_CALL_BLOCK_BYTES);
     this.calls = calls.port1;
     this.syncReplies = syncReplies.port1;
-    this.syncSlot = new SyncReplySlot(signal);
+    this.syncSlot = new SyncCallBlock(signal);
     this.calls.on("message", (reply: HostReplyWire) => {
       this.dispatch(replyFromWire(reply));
       this.pollForReplies();
@@ -111,7 +111,9 @@ export class HostCallChannel {
     const slot = this.syncSlot!;
     const c = this.nextCallId++;
     const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 1 };
-    port.postMessage(callToWire(call), buffers);
+    const wire = callToWire(call);
+    // Through the shared block while the embedder watches it (right after its last answer), else posted.
+    if (typeof wire !== "string" || !slot.offerCall(wire)) port.postMessage(wire, buffers);
     // The answer usually comes within microseconds while the embedder is polling for calls:
     // watch the block for a moment first rather than go to sleep, while that pays (see
     // host/adaptive-poll.ts).
