@@ -6,7 +6,13 @@
 //     competes for cores like another program would, not for this process's event loop),
 //     started before and killed after the measurement.
 //
-// Ours and the echo are measured in alternating blocks so that a noisy stretch hits both.
+// A third figure is the floor of any call between two threads: an Atomics.wait/notify
+// ping-pong in which this thread blocks (no event loop on either side; an embedder's
+// thread cannot do this, it must keep serving its event loop, so plugin.call and the echo
+// wake through libuv instead). Under the hogs it shows what the kernel's wake-ups cost
+// without any of the event loop's.
+//
+// Ours, the echo and the floor are measured in alternating blocks so that a noisy stretch hits all.
 // The load average (1 min) is printed beside each figure: the hogs take a minute to show
 // fully in it, so it reads low for the loaded rows.
 import { spawn } from "node:child_process";
@@ -50,16 +56,30 @@ async function measure(createSandbox, samples) {
   const call = async (i) => {
     if ((await plugin.call("onEvent", i)) !== i + 1) throw new Error("plugin.call returned a wrong value");
   };
+  const words = new Int32Array(new SharedArrayBuffer(8));
+  const ponger = new Worker(
+    `const { workerData } = require("node:worker_threads"); const w = new Int32Array(workerData);
+     for (;;) { Atomics.wait(w, 0, 0); Atomics.store(w, 0, 0); Atomics.store(w, 1, 1); Atomics.notify(w, 1) }`,
+    { eval: true, workerData: words.buffer },
+  );
+  const ping = async () => {
+    Atomics.store(words, 1, 0);
+    Atomics.store(words, 0, 1);
+    Atomics.notify(words, 0);
+    Atomics.wait(words, 1, 0, 1000);
+  };
   const ours = [];
   const base = [];
+  const floor = [];
   try {
     for (let i = 0; i < 200; i++) {
       await call(i);
       await echo(i);
+      await ping();
     }
     const load = loadavg()[0];
     for (let done = 0; done < samples; done += BLOCK) {
-      for (const [op, into] of [[call, ours], [echo, base]]) {
+      for (const [op, into] of [[call, ours], [echo, base], [ping, floor]]) {
         for (let i = 0; i < BLOCK; i++) {
           const start = performance.now();
           await op(i);
@@ -67,9 +87,10 @@ async function measure(createSandbox, samples) {
         }
       }
     }
-    return { ours: summary(ours), echo: summary(base), load: Math.max(load, loadavg()[0]) };
+    return { ours: summary(ours), echo: summary(base), floor: summary(floor), load: Math.max(load, loadavg()[0]) };
   } finally {
     await worker.terminate();
+    await ponger.terminate();
     await sandbox.dispose();
   }
 }
