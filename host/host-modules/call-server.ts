@@ -239,8 +239,13 @@ export class HostCallServer {
     // While polling, a synchronous call can come through the shared block instead of the
     // port (host/host-modules/sync-call-block.ts): cheaper to send, and to watch for.
     block.watchCalls();
-    this.nextCall.poll(() => this.takeNextCall(calls, block));
-    const late = block.stopWatching();
+    let late: string | null = null;
+    try {
+      this.nextCall.poll(() => this.takeNextCall(calls, block));
+    } finally {
+      // Whatever happened in the session: a block left WATCHING would take calls nobody reads.
+      late = block.stopWatching();
+    }
     if (late !== null) this.onBlockCall(calls, late);
   }
 

@@ -19,7 +19,9 @@
 //               Atomics.store, after everything else: a reader that sees its call id
 //               there sees the rest too (Atomics order the plain writes before it).
 //               Call ids only grow, so the answer to an earlier call that timed out,
-//               arriving late, never passes for the current one.
+//               arriving late, never passes for the current one. The word holds a call
+//               id modulo 2^32 (Int32 storage), and both sides compare it that way
+//               (readyFor): a worker makes billions of calls in a long-lived process.
 //   [1] WHERE   1: the JSON text is in the block; 2: the answer is on the port.
 //   [2] LENGTH  UTF-16 units of the text in the block.
 //   [3] ASLEEP  1 while the worker is in (or about to enter) Atomics.wait on READY. The
@@ -90,9 +92,14 @@ export class SyncCallBlock {
 
   // The worker's side.
 
-  /** The call id whose answer is ready (0: none yet). */
+  /** The call id whose answer is ready, as stored (modulo 2^32; 0: none yet). */
   readyId(): number {
     return Atomics.load(this.words, READY);
+  }
+
+  /** Whether the answer to `callId` is ready (ids compared as the block stores them). */
+  readyFor(callId: number): boolean {
+    return Atomics.load(this.words, READY) === (callId | 0);
   }
 
   /** Sleeps while the ready id is still `seen`, at most `ms`. */

@@ -118,12 +118,12 @@ export class HostCallChannel {
     // watch the block for a moment first rather than go to sleep, while that pays (see
     // host/adaptive-poll.ts).
     this.syncReply.poll(
-      () => slot.readyId() === c,
-      () => slot.readyId() !== c,
+      () => slot.readyFor(c),
+      () => !slot.readyFor(c),
     );
     for (;;) {
       const ready = slot.readyId();
-      if (ready === c) {
+      if (slot.readyFor(c)) {
         const text = slot.inlineText();
         if (text !== null) return { c, ok: true, j: text, b: NO_BUFFERS };
         // On the port, behind any answers to earlier calls that timed out: those are dropped.
