@@ -121,10 +121,12 @@ export class HostCallServer {
     this.calls = message.calls;
     this.syncReplies = message.syncReplies;
     this.syncBlock = new SyncCallBlock(message.signal);
+    this.calls.on("message", (call: HostCallWire) => this.onCall(callFromWire(call)));
     // Host calls only happen during a request, which already keeps the process alive.
+    // After on("message"), which refs the port: unref'd first, the port kept every
+    // process that had made a host call alive forever after its sandboxes were disposed.
     this.calls.unref();
     this.syncReplies.unref();
-    this.calls.on("message", (call: HostCallWire) => this.onCall(callFromWire(call)));
   }
 
   /** Opens an activation; its token goes with the request. */

@@ -287,11 +287,20 @@ export class ExecutionGuard {
   /**
    * Runs `wait`, a blocking wait inside a bridge call that is not guest execution (a
    * synchronous host function running on the embedder's thread, host modules). The
-   * watchdog does not watch it (the waiter bounds it by the wall deadline itself). A
-   * sleeping thread uses no CPU, so the thread's CPU clock charges nothing for it; with
-   * the wall-time fallback, the CPU deadline moves by the time waited.
+   * watchdog does not watch it (the waiter bounds it by the wall deadline itself), and the
+   * guest is not charged for it (entryCharge discounts waitedMs).
+   *
+   * The thread is not asleep for all of the wait: it may watch for the answer a moment
+   * before sleeping (host/adaptive-poll.ts) and it reads the answer after waking. That
+   * CPU time shows on the thread's clock, which the embedder's watchdog compares with
+   * CPU_DEADLINE; left as it was, the watchdog would see a guest making many quick host
+   * calls pass its deadline well before the guard does, and hard-stop a run the guard
+   * would have stopped cleanly (or not at all). So CPU_DEADLINE moves by the wait's
+   * awake time, its wall time minus `sleptMs()` (the waiter's own measure of its sleeps):
+   * an upper bound of the CPU it used, without a clock read. Sleeps do not move it, so a
+   * guest cannot widen the watchdog's margin by calling a slow host function.
    */
-  outsideGuest<T>(wait: () => T): T {
+  outsideGuest<T>(wait: () => T, sleptMs: () => number): T {
     if (this.depth === 0) return wait();
     this.watchdog.exit();
     const before = performance.now();
@@ -300,10 +309,12 @@ export class ExecutionGuard {
     } finally {
       const waitedMs = performance.now() - before;
       this.waitedMs += waitedMs;
-      // With the thread's CPU clock nothing moves: the sleep charged nothing, and the wall
-      // time before which the CPU deadline cannot pass only got more conservative. With
-      // the wall-time fallback the CPU deadline moves by the time waited.
-      if (!clock().isCpu && !this.wallOnly) {
+      if (clock().isCpu) {
+        // The wall time before which the CPU deadline cannot pass only got more
+        // conservative; the watchdog's deadline moves by the CPU the wait may have used.
+        this.cpuDeadlineNs += Math.max(0, waitedMs - sleptMs()) * 1e6;
+      } else if (!this.wallOnly) {
+        // The wall-time fallback: the CPU deadline moves by the whole wait.
         this.cpuDeadlineNs += waitedMs * 1e6;
         this.nextCpuCheck += waitedMs;
         if (this.armed) this.armed.cpuEpochMs += waitedMs;

@@ -23,15 +23,26 @@ import { Activation, type ActivationKind } from "./activation.js";
 import { createBridge } from "./bridge/index.js";
 import { hostModuleSource } from "./bridge/host-modules.js";
 import type { GuestBundle } from "./guest-bundle.js";
-import { ExecutionGuard, type Budget, type WatchdogSlot } from "./guard.js";
+import { ExecutionGuard, type Budget, type StopReason, type WatchdogSlot } from "./guard.js";
 import { DEFAULT_LIMITS, type Limits } from "../limits.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 
 /** Why an activation the embedder stopped (signal, dispose(), queue timeout) ended. */
-const ABORTED_MESSAGE = "the embedder ended the activation";
+export const ABORTED_MESSAGE = "the embedder ended the activation";
 import { SandboxFetchTransport } from "../fetch/transport.js";
 
 /** What a realm needs from the sandbox that owns it. */
+/**
+ * A realm's preparation was stopped by its deadline (Realm's constructor). Only a wall
+ * limit can do that (ownBudget), so the run reports kind "timeout"; the realm was freed.
+ */
+export class RealmPreparationStopped extends Error {
+  constructor(readonly reason: StopReason) {
+    super(`preparing a realm was stopped (${reason})`);
+    this.name = "RealmPreparationStopped";
+  }
+}
+
 export interface RealmServices {
   readonly engine: EngineInstance;
   readonly tracking: RejectionTracking;
@@ -138,13 +149,32 @@ export class Realm {
     // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
     // No script has run in the realm yet, so wall time alone bounds it (Budget.wallOnly).
     const budget = this.ownBudget(true);
-    const { factory, require, exports } = this.guard.enter(budget, () => {
-      const factory = ctx.unwrapResult(evalLibraryCode(ctx, engine, coreSource, "scriptbox:core"));
-      const require = ctx.newFunction("require", (name) =>
-        ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
-      );
-      return { factory, require, exports: ctx.callFunction(factory, ctx.undefined, require).unwrap() };
-    });
+    let prepared: { factory: QuickJSHandle; require: QuickJSHandle; exports: QuickJSHandle };
+    try {
+      prepared = this.guard.enter(budget, () => {
+        const factory = ctx.unwrapResult(evalLibraryCode(ctx, engine, coreSource, "scriptbox:core"));
+        const require = ctx.newFunction("require", (name) =>
+          ctx.getString(name) === "scriptbox:bridge" ? bridge.dup() : { error: ctx.newError("the core may only require the bridge") },
+        );
+        const made = ctx.callFunction(factory, ctx.undefined, require);
+        if (made.error) {
+          factory.dispose();
+          require.dispose();
+        }
+        return { factory, require, exports: made.unwrap() };
+      });
+    } catch (error) {
+      const stoppedBy = this.guard.interruptedBy;
+      if (stoppedBy === null) throw error;
+      // Interrupted in plain code, with no job queued: QuickJS frees such a runtime
+      // cleanly (see freeable), and nothing of it is left behind in the engine.
+      bridge.dispose();
+      this.stopTracking();
+      this.context.dispose();
+      this.runtime.dispose();
+      throw new RealmPreparationStopped(stoppedBy);
+    }
+    const { factory, require, exports } = prepared;
     this.guard.reset();
     const hooks = ctx.getProp(exports, "hooks");
     const hook = (name: keyof Hooks) => ctx.getProp(hooks, name);
@@ -260,8 +290,11 @@ export class Realm {
    * The budget for our own code run outside any activation (realm preparation, preloading,
    * the post-run module-usage hook): the sandbox's own CPU and wall limits, so a script that
    * broke something these hooks use is stopped exactly like the script itself would be.
-   * `wallOnly` (realm preparation, before any script): the sooner of both limits as wall
-   * time, without reading the thread's CPU clock (Budget.wallOnly).
+   * `wallOnly` (realm preparation, before any script): the wall limit alone, without
+   * reading the thread's CPU clock (Budget.wallOnly). Not the CPU limit as wall time: no
+   * script can make a fresh realm's preparation slow, but a busy machine can stretch its
+   * ~0.3 ms of CPU past a small cpuTimeMs in wall time, and every run of such a sandbox
+   * then failed before its script started (a CLI test under CI load did, at 50 ms).
    */
   private ownBudget(wallOnly = false): Budget {
     let limits: Pick<Limits, "cpuTimeMs" | "wallTimeMs"> = DEFAULT_LIMITS;
@@ -271,7 +304,7 @@ export class Realm {
       // Not configured yet (a warm pool's spare realm): the default limits.
     }
     const now = performance.now();
-    if (wallOnly) return { wallOnly, wallDeadline: now + Math.min(limits.wallTimeMs, limits.cpuTimeMs), cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
+    if (wallOnly) return { wallOnly, wallDeadline: now + limits.wallTimeMs, cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
     return { wallDeadline: now + limits.wallTimeMs, cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
   }
 

@@ -9,7 +9,7 @@ import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
 import type { LogEntry } from "../types.js";
 import type { GuestBundle } from "./guest-bundle.js";
 import type { WatchdogSlot } from "./guard.js";
-import { Realm, type RealmServices } from "./realm.js";
+import { ABORTED_MESSAGE, Realm, RealmPreparationStopped, type RealmServices } from "./realm.js";
 import type { ModuleUsage } from "./module-usage.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 import type { ActivationHostCalls } from "../host-modules/manifest.js";
@@ -314,6 +314,13 @@ export class WorkerSandbox implements RealmServices {
   }
 
   private realmFailure(error: unknown): ActivationOutcome {
+    if (error instanceof RealmPreparationStopped) {
+      if (error.reason === "aborted") {
+        return { ...failedOutcome(ABORTED_MESSAGE), error: { kind: "aborted", name: "AbortError", message: ABORTED_MESSAGE, stack: "" } };
+      }
+      const message = `wallTimeMs limit (${this.config().limits.wallTimeMs} ms) exceeded while preparing a realm for the script`;
+      return { ...failedOutcome(message), error: { kind: "timeout", name: "LimitError", message, stack: "" } };
+    }
     const message = `could not prepare a realm: ${(error as Error).message}`;
     if (error instanceof WebAssembly.RuntimeError) {
       this.poisoned(message);

@@ -119,6 +119,32 @@ describe("call floods", () => {
     expect(calls).toBeLessThanOrEqual(5_000);
   });
 
+  it("a host function that answers in ~30 µs (the worker watches for each answer meanwhile) is stopped by the interrupt, not the watchdog", async () => {
+    // The worker's thread is awake while it watches for an answer: its CPU clock runs
+    // ~10x faster than the guest's charge here. The watchdog must allow for that, or it
+    // terminates the worker long before the guest has spent its cpuTimeMs.
+    const slow = hostSync((i: number) => {
+      const end = performance.now() + 0.03;
+      while (performance.now() < end) {
+        /* the embedder's own work */
+      }
+      return i;
+    });
+    const sandbox = await createSandbox({ modules: { app: { slow } }, limits: { maxHostCalls: 10_000_000, cpuTimeMs: 200, wallTimeMs: 120_000 } });
+    try {
+      // Some guest work between calls, so that the watchdog, sampling every 20 ms, finds the
+      // guest in guest code (not in a wait) often.
+      const result = await sandbox.run(
+        `import { slow } from "app"; export default () => { let s = 0; for (let i = 0; i < 1e7; i++) { for (let j = 0; j < 300; j++) s += j; slow(i) } return s }`,
+      );
+      expect(failure(result)).toMatchObject({ kind: "cpu", message: "cpuTimeMs limit (200 ms) exceeded" });
+      expect(sandbox.disposed).toBe(false);
+      expect(await sandbox.run("export default () => 1 + 1")).toMatchObject({ ok: true, value: 2 });
+    } finally {
+      sandbox.dispose();
+    }
+  });
+
   it("with a high call cap, cpuTimeMs stops a 1e6-call loop", async () => {
     const result = await runScript(`import { tick } from "app"; export default () => { for (let i = 0; i < 1e6; i++) tick(i); return "finished" }`, {
       modules,

@@ -239,3 +239,30 @@ describe("isolation between sandboxes", () => {
     }
   });
 });
+
+describe("the embedder's process", () => {
+  // A script that embeds scriptbox ends when its work is done, host modules or not: the
+  // ports host calls travel on never keep the process alive by themselves.
+  const embedder = (modules: string, code: string, dispose: boolean) => `
+    import { createSandbox, hostSync } from "scriptbox";
+    const sandbox = await createSandbox({ modules: ${modules} });
+    const result = await sandbox.run(${JSON.stringify(code)});
+    console.log(JSON.stringify(result.ok ? result.value : result.error));
+    ${dispose ? "await sandbox.dispose();" : ""}`;
+  const cases = [
+    ["synchronous host calls, sandbox disposed", `{ app: { f: hostSync((i) => i + 1) } }`, `import { f } from "app"; export default () => f(1)`, true],
+    ["async host calls, sandbox disposed", `{ app: { f: async (i) => i + 1 } }`, `import { f } from "app"; export default async () => await f(1)`, true],
+    ["synchronous host calls, sandbox left idle", `{ app: { f: hostSync((i) => i + 1) } }`, `import { f } from "app"; export default () => f(1)`, false],
+  ] as const;
+  for (const [name, modules, code, dispose] of cases) {
+    it(`exits on its own once its sandboxes are done: ${name}`, async () => {
+      const { execFile } = await import("node:child_process");
+      const outcome = await new Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>((resolve) => {
+        const child = execFile(process.execPath, ["--input-type=module", "-e", embedder(modules, code, dispose)], { cwd: process.cwd(), timeout: 20_000 }, (error, stdout, stderr) =>
+          resolve({ code: child.exitCode, signal: child.signalCode ?? (error as { signal?: string } | null)?.signal ?? null, stdout, stderr }),
+        );
+      });
+      expect(outcome).toMatchObject({ code: 0, signal: null, stdout: "2\n" });
+    }, 30_000);
+  }
+});

@@ -31,7 +31,7 @@ describe("ExecutionGuard", () => {
     const sleeper = new Int32Array(new SharedArrayBuffer(4));
     let spunMs = 0;
     guard.enter(b, () => {
-      guard.outsideGuest(() => Atomics.wait(sleeper, 0, 0, 150)); // 150 ms of wall time, ~no CPU time
+      guard.outsideGuest(() => Atomics.wait(sleeper, 0, 0, 150), () => 150); // 150 ms of wall time, ~no CPU time
       expect(guard.shouldInterrupt()).toBe(false);
       const start = performance.now();
       while (!guard.shouldInterrupt()) {
@@ -47,6 +47,41 @@ describe("ExecutionGuard", () => {
     // Reads of the CPU clock happen only once wall time could have passed the deadline.
     expect(guard.cpuClockReads).toBeGreaterThan(0);
     expect(guard.cpuClockReads).toBeLessThan(1000);
+  });
+
+  it.skipIf(!onLinux)("the watchdog's CPU deadline moves by the awake part of a wait outside guest code, never by its sleep", () => {
+    const buffer = new SharedArrayBuffer(WATCHDOG_BYTES);
+    const view = new Float64Array(buffer);
+    const guard = new ExecutionGuard(new WatchdogSlot(buffer), () => 9);
+    const sleeper = new Int32Array(new SharedArrayBuffer(4));
+    const deadlines: number[] = [];
+    guard.enter(budget(60, 10_000), () => {
+      deadlines.push(view[WATCHDOG_FIELDS.cpuDeadlineNs]!);
+      // Asleep for all of it (the waiter says so): the deadline stays.
+      guard.outsideGuest(
+        () => Atomics.wait(sleeper, 0, 0, 40),
+        () => 40,
+      );
+      deadlines.push(view[WATCHDOG_FIELDS.cpuDeadlineNs]!);
+      // Awake for all of it (a poll that watched for the answer): the thread's CPU clock
+      // advanced by about that much, and so does the deadline the watchdog compares it with.
+      guard.outsideGuest(
+        () => {
+          const end = performance.now() + 30;
+          while (performance.now() < end) {
+            /* watching for an answer */
+          }
+        },
+        () => 0,
+      );
+      deadlines.push(view[WATCHDOG_FIELDS.cpuDeadlineNs]!);
+    });
+    const [armed, afterSleep, afterSpin] = deadlines as [number, number, number];
+    expect(armed).toBeGreaterThan(0);
+    expect(Math.abs(afterSleep - armed)).toBeLessThan(2e6);
+    expect(afterSpin - afterSleep).toBeGreaterThanOrEqual(30e6);
+    expect(afterSpin - afterSleep).toBeLessThan(60e6);
+    expect(view[WATCHDOG_FIELDS.deadline]).toBe(0); // disarmed once the entry ended
   });
 
   it.skipIf(!onLinux)("time the thread waits for a CPU (a hog pinned to the same core) is not charged", async () => {

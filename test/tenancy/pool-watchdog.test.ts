@@ -59,4 +59,28 @@ describe("the watchdog on an oversubscribed CPU", () => {
     for (const sandbox of sandboxes) expect(sandbox.disposed).toBe(false);
     await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
   });
+
+  it("a small cpuTimeMs is not spent on a starved realm preparation: every tiny run in fresh sandboxes succeeds", { timeout: 120_000 }, async () => {
+    // Preparing a realm is ~0.3 ms of CPU; starved here it takes several ms of wall time.
+    // Bounded by the CPU limit as wall time, as it once was, most of these runs failed
+    // before their script started.
+    const limits = { cpuTimeMs: 3, wallTimeMs: 60_000 };
+    const results = await Promise.all(Array.from({ length: 48 }, (_, i) => runScript(`export default () => ${i} * 2`, { limits })));
+    const failed = results.filter((result) => !result.ok).map((result) => (result.ok ? "" : `${result.error.kind}: ${result.error.message}`));
+    expect(failed).toEqual([]);
+    expect(results.map((result) => (result.ok ? result.value : null))).toEqual(Array.from({ length: 48 }, (_, i) => i * 2));
+  });
+
+  it("a wall limit that ends a realm's preparation is a timeout, never a memory failure; the worker stays healthy", { timeout: 120_000 }, async () => {
+    const limits = { cpuTimeMs: 1_000, wallTimeMs: 1 };
+    const results = await Promise.all(Array.from({ length: 60 }, () => runScript("export default () => 1", { limits })));
+    const kinds = new Map<string, number>();
+    for (const result of results) {
+      const kind = result.ok ? "ok" : `${result.error.kind}${result.error.message.includes("preparing a realm") ? " (preparing)" : ""}`;
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    }
+    console.log(`wallTimeMs 1, starved: ${[...kinds].map(([kind, n]) => `${kind} x${n}`).join(", ")}`);
+    for (const kind of kinds.keys()) expect(["ok", "timeout", "timeout (preparing)"]).toContain(kind);
+    expect(await runScript("export default () => 'still fine'")).toMatchObject({ ok: true, value: "still fine" });
+  });
 });

@@ -225,7 +225,10 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
     hostCallSync(idHandle, jsonHandle, buffersHandle) {
       const call = prepareCall(idHandle, jsonHandle, buffersHandle, true);
       const { activation } = call;
-      const outcome = realm.guard.outsideGuest(() => call.channel.callSync(call.token, call.id, call.json, call.buffers, activation.wallDeadline));
+      const outcome = realm.guard.outsideGuest(
+        () => call.channel.callSync(call.token, call.id, call.json, call.buffers, activation.wallDeadline),
+        () => call.channel.lastSyncSleptMs,
+      );
       if (outcome === "timeout") {
         const message = `${activation.wallLimitMessage()} while waiting for ${call.label} (a synchronous host function)`;
         activation.failLimit("timeout", message);

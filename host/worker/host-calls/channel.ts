@@ -91,6 +91,13 @@ export class HostCallChannel {
   /** Before sleeping on a synchronous call's answer, watch for it briefly while that pays. */
   private readonly syncReply = new AdaptivePoll(HOST_CALL_POLL_MS);
 
+  /**
+   * Wall time the last callSync spent asleep in Atomics.wait. The rest of its wait the
+   * thread was awake (watching the block, taking the answer): the guard moves the
+   * watchdog's CPU deadline by that part (ExecutionGuard.outsideGuest).
+   */
+  lastSyncSleptMs = 0;
+
   /** Sends an async call; `settle` gets its answer once, unless `forget(id)` came first. */
   callAsync(token: number, fn: number, json: string, buffers: ArrayBuffer[], settle: (reply: HostCallReply) => void): number {
     const port = this.openOnce();
@@ -112,6 +119,7 @@ export class HostCallChannel {
     const c = this.nextCallId++;
     const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 1 };
     const wire = callToWire(call);
+    this.lastSyncSleptMs = 0;
     // Through the shared block while the embedder watches it (right after its last answer), else posted.
     if (typeof wire !== "string" || !slot.offerCall(wire)) port.postMessage(wire, buffers);
     // The answer usually comes within microseconds while the embedder is polling for calls:
@@ -137,7 +145,9 @@ export class HostCallChannel {
       }
       const left = deadline - performance.now();
       if (left <= 0) return "timeout";
+      const asleepAt = performance.now();
       slot.sleep(ready, left);
+      this.lastSyncSleptMs += performance.now() - asleepAt;
     }
   }
 }
