@@ -55,19 +55,40 @@ function wallClock(): ThreadClock {
   return { nowNs: () => Number(process.hrtime.bigint()), lastRunDelayNs: () => 0, isCpu: false, close() {} };
 }
 
-function clockFromPath(path: string): ThreadClock {
+/**
+ * A thread's clock from its schedstat file; wall time when there is none. Exported for
+ * tests. A file that reads 0 run time is no clock either: the thread has run (it is
+ * running now, or it reported its id), and kernels built without schedstats that boot
+ * with `nodelayacct` keep the file and write zeros, which would leave the watchdog's CPU
+ * check blind for good.
+ */
+export function clockFromPath(path: string): ThreadClock {
   let fd: number;
   const last = { runNs: 0, runDelayNs: 0 };
   try {
     fd = openSync(path, "r");
+  } catch {
+    return wallClock();
+  }
+  try {
     readFields(fd, last);
   } catch {
+    last.runNs = 0;
+  }
+  if (last.runNs === 0) {
+    closeSync(fd);
     return wallClock();
   }
   let open = true;
   return {
     nowNs: () => {
-      readFields(fd, last);
+      try {
+        readFields(fd, last);
+      } catch {
+        // The thread has exited (ESRCH; its worker's "exit" event may not have arrived yet)
+        // or the clock was closed: it runs no more, so its last reading stays its CPU
+        // time. Thrown, this reached the pool's watchdog timer and crashed the embedder.
+      }
       return last.runNs;
     },
     lastRunDelayNs: () => last.runDelayNs,

@@ -106,11 +106,33 @@ export function failureOf(error: unknown, label: string): HostCallFailure {
   return failure;
 }
 
+/**
+ * Whether call id `a` came after call id `b` (the worker numbers calls with one counter;
+ * compared modulo 2^32 as the shared block stores them: see sync-call-block.ts).
+ */
+function callAfter(a: number, b: number): boolean {
+  return ((a - b) | 0) > 0;
+}
+
 export class HostCallServer {
   private readonly open = new Map<number, OpenActivation>();
   private calls: MessagePort | null = null;
   private syncReplies: MessagePort | null = null;
   private syncBlock: SyncCallBlock | null = null;
+  /**
+   * The last synchronous call answered. The worker makes its next synchronous call only
+   * once it has its answer to the last one, or gave up on it (its run's wall deadline):
+   * a synchronous call older than this one was given up on. It is not run, and nothing
+   * answers it, so the block's READY word never goes back to an older call (the worker
+   * waiting for the newer one would then sleep to its deadline).
+   */
+  private lastSyncAnswered: number | null = null;
+  /**
+   * Set while onBlockCall handles its calls: their answers start no poll session of their
+   * own (one would take calls posted after the ones still to handle, out of order); the
+   * batch starts one at its end if it answered anything.
+   */
+  private batch: { answered: boolean } | null = null;
   /** After answering, poll briefly for the guest's next call (see host/adaptive-poll.ts). */
   private readonly nextCall = new AdaptivePoll(HOST_CALL_POLL_MS);
 
@@ -121,6 +143,7 @@ export class HostCallServer {
     this.calls = message.calls;
     this.syncReplies = message.syncReplies;
     this.syncBlock = new SyncCallBlock(message.signal);
+    this.lastSyncAnswered = null;
     this.calls.on("message", (call: HostCallWire) => this.onCall(callFromWire(call)));
     // Host calls only happen during a request, which already keeps the process alive.
     // After on("message"), which refs the port: unref'd first, the port kept every
@@ -181,6 +204,7 @@ export class HostCallServer {
   }
 
   private runSync(call: HostCallMessage, activation: OpenActivation, entry: HostFunctionEntry): void {
+    if (this.givenUp(call.c)) return;
     const state = activation.scope.syncState;
     let reply: HostCallReply;
     const outer = state.running;
@@ -224,8 +248,14 @@ export class HostCallServer {
     this.answered();
   }
 
+  /** Whether the worker has given up on synchronous call `callId` (see lastSyncAnswered). */
+  private givenUp(callId: number): boolean {
+    return this.lastSyncAnswered !== null && !callAfter(callId, this.lastSyncAnswered);
+  }
+
   private replySync(reply: HostCallReply): void {
-    if (!this.syncReplies || !this.syncBlock) return;
+    if (!this.syncReplies || !this.syncBlock || this.givenUp(reply.c)) return;
+    this.lastSyncAnswered = reply.c;
     if (!reply.ok || reply.b.length > 0 || !this.syncBlock.answerInline(reply.c, reply.j)) {
       this.syncReplies.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
       this.syncBlock.answerOnPort(reply.c);
@@ -236,6 +266,10 @@ export class HostCallServer {
   private answered(): void {
     const calls = this.calls;
     const block = this.syncBlock;
+    if (this.batch) {
+      this.batch.answered = true;
+      return;
+    }
     // Called again from a call handled inside the session: the session goes on.
     if (!calls || !block || this.nextCall.polling) return;
     // While polling, a synchronous call can come through the shared block instead of the
@@ -262,11 +296,30 @@ export class HostCallServer {
     return received !== undefined;
   }
 
-  /** A call taken from the block; calls the worker posted before it are handled first, in order. */
+  /**
+   * A call taken from the block; calls the worker posted before it are handled first, in
+   * order. "Before" by call id, not by what is on the port now: a block call can wait
+   * there while the embedder is busy (a long host function inside the poll session) until
+   * the worker gives up on it at its run's wall deadline, and the worker's next run may
+   * have posted newer calls meanwhile. Handled first, their answers would be overwritten
+   * by this older one's.
+   */
   private onBlockCall(calls: MessagePort, wire: string): void {
-    for (let received = receiveMessageOnPort(calls); received; received = receiveMessageOnPort(calls)) {
-      this.onCall(callFromWire(received.message as HostCallWire));
+    const call = callFromWire(wire);
+    const outer = this.batch;
+    const batch = (this.batch = { answered: false });
+    try {
+      const later: HostCallMessage[] = [];
+      for (let received = receiveMessageOnPort(calls); received; received = receiveMessageOnPort(calls)) {
+        const posted = callFromWire(received.message as HostCallWire);
+        if (callAfter(posted.c, call.c)) later.push(posted);
+        else this.onCall(posted);
+      }
+      this.onCall(call);
+      for (const posted of later) this.onCall(posted);
+    } finally {
+      this.batch = outer;
     }
-    this.onCall(callFromWire(wire));
+    if (batch.answered) this.answered();
   }
 }

@@ -40,7 +40,10 @@ export function toCrossable(value: unknown, path: string, ancestors: object[] = 
   if (ancestors.includes(object)) refuse(path, "a value with a cycle");
   if (object instanceof Date) return Number.isFinite(object.getTime()) ? object.toISOString() : null;
   if (object instanceof ArrayBuffer) return new Uint8Array(object.slice(0));
-  if (ArrayBuffer.isView(object)) return new Uint8Array(object.buffer.slice(object.byteOffset, object.byteOffset + object.byteLength));
+  // A copy in a fresh, unshared ArrayBuffer: a view over a SharedArrayBuffer sliced as it is
+  // stays shared, and cannot be transferred to the worker (postMessage threw inside the
+  // embedder's message handler).
+  if (ArrayBuffer.isView(object)) return new Uint8Array(object.buffer, object.byteOffset, object.byteLength).slice();
   const toJSON = (object as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === "function") return toCrossable(toJSON.call(object), path, ancestors);
   ancestors.push(object);

@@ -212,6 +212,19 @@ describe("async host functions", () => {
     expect(negativeZero).toBe(true);
   });
 
+  it("bytes the embedder keeps in a SharedArrayBuffer cross as a copy, async and sync (a shared buffer cannot be transferred)", async () => {
+    const shared = new Uint8Array(new SharedArrayBuffer(8));
+    shared.set([1, 2, 3, 4, 5, 6, 7, 8]);
+    const view = shared.subarray(2, 5);
+    const result = await sandbox.run(
+      `import { sharedBytes, sharedBytesSync } from "app";
+      export default async () => { const a = await sharedBytes(); const b = sharedBytesSync(); return [a, b] }`,
+      { modules: { app: { ...app, sharedBytes: async () => ({ view }), sharedBytesSync: hostSync(() => view) } } },
+    );
+    expect(value(result)).toEqual([{ view: new Uint8Array([3, 4, 5]) }, new Uint8Array([3, 4, 5])]);
+    expect(shared[2]).toBe(3);
+  });
+
   it("plain primitives as whole arguments and results (the short path) cross exactly, async and sync", async () => {
     const items = [0, 7, -3, 1.5, -2.5e-7, 1e21, -1e300, Number.MAX_SAFE_INTEGER, -0, NaN, -Infinity, "", "-5", "12", 'a "quoted"\nline \u2028 é 😀', "\\", true, false, null, undefined];
     const result = await sandbox.run(`import { echo, echoSync, argsOf, argsOfSync } from "app";

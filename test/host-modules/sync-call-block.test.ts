@@ -50,3 +50,88 @@ describe("SyncCallBlock", () => {
     expect(block.stopWatching()).toBeNull();
   });
 });
+
+// The embedder's side with a scripted worker (this thread plays it through the real
+// ports and block): a synchronous call the worker handed over in the block and then gave
+// up on (its run hit wallTimeMs while the embedder was busy in a long host function) must
+// not overwrite the answer to the worker's next call, which its next run may have posted
+// meanwhile. Found by a hostile review: the next run's call waited out its own deadline.
+describe("HostCallServer and calls the worker gave up on", () => {
+  async function scriptedWorker() {
+    const { HostCallServer, SyncCallState } = await import("../../dist/host/host-modules/call-server.js");
+    const { callToWire } = await import("../../dist/host/host-modules/manifest.js");
+    const { MessageChannel } = await import("node:worker_threads");
+    const server = new HostCallServer();
+    const calls = new MessageChannel();
+    const syncReplies = new MessageChannel();
+    const signal = new SharedArrayBuffer(SYNC_CALL_BLOCK_BYTES);
+    server.attach({ type: "host-calls", calls: calls.port2, syncReplies: syncReplies.port2, signal });
+    const block = new SyncCallBlock(signal);
+    const ran: string[] = [];
+    const functions: { label: string; sync: boolean; fn: (...args: unknown[]) => unknown }[] = [];
+    const token = server.openActivation({
+      functions: (id: number) => functions[id],
+      sandboxId: 1,
+      filename: "scripted.js",
+      syncState: new SyncCallState(),
+      maxCallBytes: 1 << 20,
+    });
+    const send = (id: number, fn: number, arg: string, sync: boolean) =>
+      calls.port1.postMessage(callToWire({ t: token, c: id, f: fn, j: JSON.stringify([arg]), b: [], s: sync ? 1 : 0 }));
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
+    const close = () => {
+      server.closeAll();
+      calls.port1.close();
+      syncReplies.port1.close();
+    };
+    return { server, block, ran, functions, token, send, settle, close, callToWire };
+  }
+
+  it("an older call taken from the block is answered before newer posted ones, and READY ends on the newest", async () => {
+    const w = await scriptedWorker();
+    try {
+      w.functions.push({ label: "app.get", sync: true, fn: (arg) => (w.ran.push(String(arg)), `answer to ${arg}`) });
+      w.functions.push({
+        label: "app.busy",
+        sync: false,
+        // Runs on the embedder's thread inside its poll session. Meanwhile, "the worker"
+        // hands sync call 3 over in the block, gives up on it, and its next run posts 4.
+        fn: () => {
+          w.ran.push("busy");
+          expect(w.block.offerCall(w.callToWire({ t: w.token, c: 3, f: 0, j: JSON.stringify(["A"]), b: [], s: 1 }) as string)).toBe(true);
+          w.send(4, 0, "B", true);
+          return "done";
+        },
+      });
+      w.send(1, 0, "first", true);
+      w.send(2, 1, "x", false);
+      await w.settle();
+      expect(w.ran).toEqual(["first", "busy", "A", "B"]);
+      expect(w.block.readyFor(4)).toBe(true);
+      expect(w.block.inlineText()).toBe(JSON.stringify("answer to B"));
+    } finally {
+      w.close();
+    }
+  });
+
+  it("a synchronous call older than the last one answered is not run and answers nothing", async () => {
+    const w = await scriptedWorker();
+    try {
+      w.functions.push({ label: "app.get", sync: true, fn: (arg) => (w.ran.push(String(arg)), `answer to ${arg}`) });
+      w.send(10, 0, "newer", true);
+      await w.settle();
+      w.send(9, 0, "given up", true);
+      await w.settle();
+      expect(w.ran).toEqual(["newer"]);
+      expect(w.block.readyFor(10)).toBe(true);
+      expect(w.block.inlineText()).toBe(JSON.stringify("answer to newer"));
+      // Ids compared modulo 2^32: a call past the wrap is newer, not older.
+      w.send(2 ** 32 + 11, 0, "past the wrap", true);
+      await w.settle();
+      expect(w.ran).toEqual(["newer", "past the wrap"]);
+      expect(w.block.readyFor(2 ** 32 + 11)).toBe(true);
+    } finally {
+      w.close();
+    }
+  });
+});

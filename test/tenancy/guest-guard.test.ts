@@ -7,7 +7,7 @@ import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import { ExecutionGuard, WATCHDOG_BYTES, WATCHDOG_FIELDS, WatchdogSlot } from "../../dist/host/worker/guard.js";
-import { currentThreadClock, currentThreadId } from "../../dist/host/thread-cpu.js";
+import { clockFromPath, currentThreadClock, currentThreadId, threadClock } from "../../dist/host/thread-cpu.js";
 import { createSandbox } from "scriptbox";
 
 const cpuClock = currentThreadClock();
@@ -180,6 +180,51 @@ describe("ExecutionGuard", () => {
       }
     });
     expect(view[WATCHDOG_FIELDS.deadline]).toBe(0);
+  });
+});
+
+describe("another thread's CPU clock", () => {
+  it("a schedstat file that reads zeros (no schedstats in the kernel) is no clock: wall time instead", async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join(tmpdir(), "schedstat-"));
+    try {
+      writeFileSync(join(dir, "zeros"), "0 0 0\n");
+      writeFileSync(join(dir, "real"), "123456 789 4\n");
+      const zeros = clockFromPath(join(dir, "zeros"));
+      expect(zeros.isCpu).toBe(false);
+      expect(zeros.nowNs()).toBeGreaterThan(0);
+      const real = clockFromPath(join(dir, "real"));
+      expect(real.isCpu).toBe(true);
+      expect(real.nowNs()).toBe(123456);
+      expect(real.lastRunDelayNs()).toBe(789);
+      real.close();
+      expect(clockFromPath(join(dir, "missing")).isCpu).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(!onLinux)("reading it after the thread exited returns its last figure instead of throwing (the watchdog reads it on a timer)", async () => {
+    const worker = new Worker(`const { readlinkSync } = require("node:fs"); const { parentPort } = require("node:worker_threads");
+      let x = 0; for (let i = 0; i < 2e7; i++) x += i;
+      parentPort.postMessage(Number(readlinkSync("/proc/thread-self").split("/").pop()));`, { eval: true });
+    const id = await new Promise<number>((resolve, reject) => {
+      worker.once("message", resolve);
+      worker.once("error", reject);
+    });
+    const clock = threadClock(id);
+    try {
+      expect(clock.isCpu).toBe(true);
+      const alive = clock.nowNs();
+      expect(alive).toBeGreaterThan(0);
+      await new Promise((resolve) => worker.once("exit", resolve));
+      expect(() => clock.nowNs()).not.toThrow();
+      expect(clock.nowNs()).toBeGreaterThanOrEqual(alive);
+    } finally {
+      clock.close();
+    }
   });
 });
 
