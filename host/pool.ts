@@ -109,9 +109,9 @@ interface Pending {
 
 /** What the watchdog knows of the guest entry it is watching. */
 interface WatchedEntry {
-  /** DEADLINE and CPU_DEADLINE of the watchdog slot: together they name one guest entry. */
+  /** DEADLINE and ENTRY of the watchdog slot: together they name one guest entry. */
   deadline: number;
-  cpuDeadlineNs: number;
+  entry: number;
   /** When the watchdog first saw this entry. */
   seenAt: number;
 }
@@ -147,6 +147,10 @@ export class WorkerConnection {
   /** Settles once the worker has warmed its engine up (or is lost): see warmPool. */
   readonly ready: Promise<void>;
   private markReady!: () => void;
+  /** The worker said it is ready (its engine warmed up). */
+  private warm = false;
+  /** Someone waits for `ready` (keepAliveUntilReady). */
+  private holdUntilReady = false;
 
   constructor(private readonly pool: WorkerPool, readonly dedicated: boolean, warmPoolSize: number) {
     this.ready = new Promise<void>((resolve) => (this.markReady = resolve));
@@ -169,11 +173,15 @@ export class WorkerConnection {
     // Compiled (once per process) while the new thread starts, then sent first.
     const modules: WorkerModules = { wasmModules: { release: compiledEngineModule("release") } };
     this.port.postMessage(modules);
-    this.worker.unref();
-    this.port.unref();
     this.port.on("message", (message: WorkerMessage) => this.onMessage(message));
     this.worker.on("error", (error) => this.onLost(new WorkerLostError(`the sandbox worker failed: ${error.message}`, null, null)));
     this.worker.on("exit", (code) => this.onLost(new WorkerLostError(`the sandbox worker exited (code ${code})`, null, null)));
+    // An idle worker keeps no process alive, nor does a starting one unless someone waits
+    // for it (keepAliveUntilReady: warmPool). Unref'd before on("message"), which refs the
+    // port, as it once was, a worker that never served a request kept the process alive
+    // for good (a process that called warmPool() and then had nothing to run).
+    this.worker.unref();
+    this.port.unref();
   }
 
   request<T>(request: WorkerRequest): Promise<T> {
@@ -288,7 +296,11 @@ export class WorkerConnection {
       return;
     }
     if (message.type === "host-calls") return this.hostCalls.attach(message);
-    if (message.type === "ready") return this.markReady();
+    if (message.type === "ready") {
+      this.warm = true;
+      this.releaseIfIdle();
+      return this.markReady();
+    }
     if (message.type === "disposed") {
       this.disposeListeners.get(message.sandboxId)?.(message.reason);
       return;
@@ -297,12 +309,24 @@ export class WorkerConnection {
     const pending = this.pending.get(message.id);
     if (!pending) return;
     this.settled(message.id, pending);
-    if (this.pending.size === 0) {
-      this.worker.unref();
-      this.port.unref();
-    }
+    this.releaseIfIdle();
     if (message.ok) pending.resolve(message.value);
     else pending.reject(Object.assign(new Error(message.error.message), { name: message.error.name }));
+  }
+
+  /** Keeps the process alive until this worker is ready (warmPool awaits `ready`). */
+  keepAliveUntilReady(): void {
+    if (this.warm || this.lost) return;
+    this.holdUntilReady = true;
+    this.worker.ref();
+    this.port.ref();
+  }
+
+  /** Lets the process exit while this worker has no request in flight and nobody waits for its warm-up. */
+  private releaseIfIdle(): void {
+    if (this.pending.size > 0 || (this.holdUntilReady && !this.warm)) return;
+    this.worker.unref();
+    this.port.unref();
   }
 
   private settled(id: number, pending: Pending): void {
@@ -328,11 +352,14 @@ export class WorkerConnection {
       this.watched = null;
       return;
     }
-    // One guest entry: the wall deadline stays the same across an activation's entries,
-    // the CPU deadline (on the thread's clock) is new at each.
+    // One guest entry, told apart by the worker's entry counter: the wall deadline stays
+    // the same across an activation's entries, and the CPU deadline also moves within one
+    // (after each synchronous host call), which made every such call look like a new entry:
+    // runs queued behind a guest making them never moved away.
     const cpuDeadlineNs = this.watchdog[WATCHDOG_FIELDS.cpuDeadlineNs]!;
-    if (this.watched === null || this.watched.deadline !== deadline || this.watched.cpuDeadlineNs !== cpuDeadlineNs) {
-      this.watched = { deadline, cpuDeadlineNs, seenAt: nowEpochMs };
+    const entry = this.watchdog[WATCHDOG_FIELDS.entry]!;
+    if (this.watched === null || this.watched.deadline !== deadline || this.watched.entry !== entry) {
+      this.watched = { deadline, entry, seenAt: nowEpochMs };
       return;
     }
     // Sandbox 0 is the worker's own warm-up (idle work in slices of a few ms, which a
@@ -536,8 +563,11 @@ export class WorkerPool {
     // One after another: threads starting side by side share the cores with the embedder
     // and each other, so all of them would be ready later than the first one alone.
     for (let started = 0; started < this.options.sharedWorkers && this.shared.length < this.options.sharedWorkers; started++) {
-      await this.startShared().ready;
+      const connection = this.startShared();
+      connection.keepAliveUntilReady();
+      await connection.ready;
     }
+    for (const connection of this.shared) connection.keepAliveUntilReady();
     await Promise.all(this.shared.map((connection) => connection.ready));
   }
 

@@ -107,11 +107,14 @@ export function failureOf(error: unknown, label: string): HostCallFailure {
 }
 
 /**
- * Whether call id `a` came after call id `b` (the worker numbers calls with one counter;
- * compared modulo 2^32 as the shared block stores them: see sync-call-block.ts).
+ * Whether call id `a` came after call id `b`: the worker numbers all its calls with one
+ * counter, and calls reach this side with their whole id (the wire text or message), so
+ * a plain comparison is exact. Not modulo 2^32 as in the shared block's READY word: two
+ * ids 2^31 apart (a worker making two billion async calls between two sync ones) would
+ * then compare the wrong way, and every later sync call would be taken as given up.
  */
 function callAfter(a: number, b: number): boolean {
-  return ((a - b) | 0) > 0;
+  return a > b;
 }
 
 export class HostCallServer {

@@ -28,9 +28,13 @@ export type StopReason = "cpu" | "timeout" | "limit" | "aborted";
  *   [5] STOP_REQUESTED written by the embedder: a sandbox id whose current activation must
  *                     stop (abort signal); the interrupt handler honours it at its next check
  *                     (reason "aborted") and the worker clears it back to 0.
+ *   [6] ENTRY         a counter of guest entries: the embedder tells one entry from the next
+ *                     by it. Not by CPU_DEADLINE, which also moves within an entry (after
+ *                     each synchronous host call: outsideGuest), nor by DEADLINE, which is
+ *                     the same for all entries of an activation.
  */
-export const WATCHDOG_FIELDS = { deadline: 0, sandboxId: 1, reason: 2, cpuDeadlineNs: 3, threadId: 4, stopRequested: 5 } as const;
-export const WATCHDOG_BYTES = 6 * 8;
+export const WATCHDOG_FIELDS = { deadline: 0, sandboxId: 1, reason: 2, cpuDeadlineNs: 3, threadId: 4, stopRequested: 5, entry: 6 } as const;
+export const WATCHDOG_BYTES = 7 * 8;
 export const WATCHDOG_REASON = { cpu: 1, timeout: 2, aborted: 3 } as const;
 
 /** This thread's CPU clock (one per worker thread: module state is per thread). */
@@ -90,6 +94,10 @@ export class WatchdogSlot {
   }
   exit(): void {
     this.view[0] = 0;
+  }
+  /** Counts a new guest entry (ENTRY), before its first enter(). */
+  beginEntry(): void {
+    if (this.view.length > WATCHDOG_FIELDS.entry) this.view[WATCHDOG_FIELDS.entry]!++;
   }
   /** Whether the embedder asked to stop this sandbox's activation (clears the request). */
   takeStopRequest(sandboxId: number): boolean {
@@ -227,6 +235,7 @@ export class ExecutionGuard {
     this.depth = 1;
     this.budget = budget;
     this.armed = { wallEpochMs: performance.timeOrigin + budget.wallDeadline, cpuEpochMs };
+    this.watchdog.beginEntry();
     this.armWatchdog();
     try {
       return fn();

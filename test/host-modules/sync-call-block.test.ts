@@ -125,10 +125,13 @@ describe("HostCallServer and calls the worker gave up on", () => {
       expect(w.ran).toEqual(["newer"]);
       expect(w.block.readyFor(10)).toBe(true);
       expect(w.block.inlineText()).toBe(JSON.stringify("answer to newer"));
-      // Ids compared modulo 2^32: a call past the wrap is newer, not older.
-      w.send(2 ** 32 + 11, 0, "past the wrap", true);
+      // Whole ids compared, not their low 32 bits: a sync call more than 2^31 ids after the
+      // last one answered (billions of async calls in between) is newer, and runs.
+      w.send(10 + 2 ** 31 + 5, 0, "2^31 later", true);
       await w.settle();
-      expect(w.ran).toEqual(["newer", "past the wrap"]);
+      w.send(2 ** 32 + 11, 0, "past 2^32", true);
+      await w.settle();
+      expect(w.ran).toEqual(["newer", "2^31 later", "past 2^32"]);
       expect(w.block.readyFor(2 ** 32 + 11)).toBe(true);
     } finally {
       w.close();

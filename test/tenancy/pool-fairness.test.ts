@@ -154,6 +154,26 @@ describe("moving off a stuck worker", () => {
   });
 });
 
+describe("moving off a worker whose guest makes synchronous host calls", () => {
+  it("runs queued behind a long guest that calls a hostSync function every millisecond still move to the other worker", async () => {
+    // Each synchronous call moves the watchdog's CPU deadline (by the call's awake time);
+    // the watchdog must still see one long entry, not a new one at every call.
+    const modules = { app: { tick: hostSync(() => 0) } };
+    const sandboxes = [];
+    for (let i = 0; i < 4; i++) sandboxes.push(await createSandbox({ modules, limits: { cpuTimeMs: 1500, maxHostCalls: 1_000_000 } }));
+    await Promise.all(sandboxes.map((sandbox) => sandbox.run("export default () => 'warm'")));
+    const [looper, ...neighbours] = sandboxes;
+    const loop = looper!.run(`import { tick } from "app";
+      export default () => { for (;;) { const end = Date.now() + 1; while (Date.now() < end); tick() } }`);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const results = await Promise.all(neighbours.map((sandbox, i) => sandbox.run("export default (x) => x", { input: i })));
+    results.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
+    for (const result of results) expect(result.stats.queuedMs).toBeLessThan(750);
+    expect(failure(await loop).kind).toBe("cpu");
+    await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
+  });
+});
+
 describe("RunOptions", () => {
   it("unknown keys are errors; null means no options; signal and queueTimeoutMs are checked", async () => {
     const sandbox = await createSandbox({});

