@@ -31,10 +31,9 @@ import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 export const ABORTED_MESSAGE = "the embedder ended the activation";
 import { SandboxFetchTransport } from "../fetch/transport.js";
 
-/** What a realm needs from the sandbox that owns it. */
 /**
- * A realm's preparation was stopped by its deadline (Realm's constructor). Only a wall
- * limit can do that (ownBudget), so the run reports kind "timeout"; the realm was freed.
+ * A realm's preparation was stopped (Realm's constructor), by its wall limit (ownBudget:
+ * the run reports kind "timeout") or by a stop request ("aborted"); the realm was freed.
  */
 export class RealmPreparationStopped extends Error {
   constructor(readonly reason: StopReason) {
@@ -43,6 +42,7 @@ export class RealmPreparationStopped extends Error {
   }
 }
 
+/** What a realm needs from the sandbox that owns it. */
 export interface RealmServices {
   readonly engine: EngineInstance;
   readonly tracking: RejectionTracking;
