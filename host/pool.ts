@@ -109,8 +109,7 @@ interface Pending {
 
 /** What the watchdog knows of the guest entry it is watching. */
 interface WatchedEntry {
-  /** DEADLINE and ENTRY of the watchdog slot: together they name one guest entry. */
-  deadline: number;
+  /** ENTRY of the watchdog slot: it names one guest entry (odd while it runs). */
   entry: number;
   /** When the watchdog first saw this entry. */
   seenAt: number;
@@ -268,8 +267,9 @@ export class WorkerConnection {
    * running (a long one holds up everything queued behind it).
    */
   queuedWork(nowEpochMs: number): number {
-    // `watched` may be left from an entry that has ended since the watchdog last looked.
-    const inGuest = this.watched !== null && this.watchdog[0] === this.watched.deadline;
+    // `watched` may be left from an entry that has ended since the watchdog last looked
+    // (ENTRY has moved on); an entry waiting for a synchronous host call still holds the worker.
+    const inGuest = this.watched !== null && this.watchdog[WATCHDOG_FIELDS.entry] === this.watched.entry;
     const stuckMs = inGuest ? nowEpochMs - this.watched!.seenAt : 0;
     return this.activations + Math.floor(stuckMs / 10);
   }
@@ -347,19 +347,17 @@ export class WorkerConnection {
    */
   checkDeadline(nowEpochMs: number): void {
     if (this.lost) return;
-    const deadline = this.watchdog[WATCHDOG_FIELDS.deadline]!;
-    if (deadline === 0) {
+    // One guest entry, told apart by the worker's entry counter (odd while an entry runs):
+    // the wall deadline stays the same across an activation's entries, and the CPU
+    // deadline also moves within one (after each synchronous host call), which made every
+    // such call look like a new entry: runs queued behind a guest making them never moved.
+    const entry = this.watchdog[WATCHDOG_FIELDS.entry]!;
+    if (entry % 2 === 0) {
       this.watched = null;
       return;
     }
-    // One guest entry, told apart by the worker's entry counter: the wall deadline stays
-    // the same across an activation's entries, and the CPU deadline also moves within one
-    // (after each synchronous host call), which made every such call look like a new entry:
-    // runs queued behind a guest making them never moved away.
-    const cpuDeadlineNs = this.watchdog[WATCHDOG_FIELDS.cpuDeadlineNs]!;
-    const entry = this.watchdog[WATCHDOG_FIELDS.entry]!;
-    if (this.watched === null || this.watched.deadline !== deadline || this.watched.entry !== entry) {
-      this.watched = { deadline, entry, seenAt: nowEpochMs };
+    if (this.watched === null || this.watched.entry !== entry) {
+      this.watched = { entry, seenAt: nowEpochMs };
       return;
     }
     // Sandbox 0 is the worker's own warm-up (idle work in slices of a few ms, which a
@@ -368,6 +366,11 @@ export class WorkerConnection {
     if (!warmingUp && nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0 && this.pool.hasRoomElsewhere(this, nowEpochMs)) {
       for (const move of [...this.movable]) move();
     }
+    // DEADLINE is 0 while the entry waits for a synchronous host call: that wait is not
+    // watched for a hard stop (the waiter bounds it by the wall deadline itself).
+    const deadline = this.watchdog[WATCHDOG_FIELDS.deadline]!;
+    if (deadline === 0) return;
+    const cpuDeadlineNs = this.watchdog[WATCHDOG_FIELDS.cpuDeadlineNs]!;
     let reason: "cpu" | "timeout" = this.watchdog[WATCHDOG_FIELDS.reason] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
     if (nowEpochMs <= deadline + HARD_STOP_GRACE_WALL_MS) {
       // The CPU limit, on the worker thread's own CPU clock (WatchdogSlot in

@@ -28,10 +28,11 @@ export type StopReason = "cpu" | "timeout" | "limit" | "aborted";
  *   [5] STOP_REQUESTED written by the embedder: a sandbox id whose current activation must
  *                     stop (abort signal); the interrupt handler honours it at its next check
  *                     (reason "aborted") and the worker clears it back to 0.
- *   [6] ENTRY         a counter of guest entries: the embedder tells one entry from the next
- *                     by it. Not by CPU_DEADLINE, which also moves within an entry (after
- *                     each synchronous host call: outsideGuest), nor by DEADLINE, which is
- *                     the same for all entries of an activation.
+ *   [6] ENTRY         counts guest entries' starts and ends: odd while an entry runs (also
+ *                     while it waits for a synchronous host call, when DEADLINE is 0), even
+ *                     between entries. The embedder tells one entry from the next by it, not
+ *                     by CPU_DEADLINE, which also moves within an entry (outsideGuest), nor
+ *                     by DEADLINE, which is the same for all entries of an activation.
  */
 export const WATCHDOG_FIELDS = { deadline: 0, sandboxId: 1, reason: 2, cpuDeadlineNs: 3, threadId: 4, stopRequested: 5, entry: 6 } as const;
 export const WATCHDOG_BYTES = 7 * 8;
@@ -95,8 +96,8 @@ export class WatchdogSlot {
   exit(): void {
     this.view[0] = 0;
   }
-  /** Counts a new guest entry (ENTRY), before its first enter(). */
-  beginEntry(): void {
+  /** Marks the start (ENTRY becomes odd) and the end (even) of a guest entry. */
+  markEntry(): void {
     if (this.view.length > WATCHDOG_FIELDS.entry) this.view[WATCHDOG_FIELDS.entry]!++;
   }
   /** Whether the embedder asked to stop this sandbox's activation (clears the request). */
@@ -235,7 +236,7 @@ export class ExecutionGuard {
     this.depth = 1;
     this.budget = budget;
     this.armed = { wallEpochMs: performance.timeOrigin + budget.wallDeadline, cpuEpochMs };
-    this.watchdog.beginEntry();
+    this.watchdog.markEntry();
     this.armWatchdog();
     try {
       return fn();
@@ -245,6 +246,7 @@ export class ExecutionGuard {
       this.wallOnly = false;
       this.armed = null;
       this.watchdog.exit();
+      this.watchdog.markEntry();
       this.wallDeadline = Infinity;
       this.cpuDeadlineNs = Infinity;
       this.nextCpuCheck = Infinity;

@@ -174,6 +174,29 @@ describe("moving off a worker whose guest makes synchronous host calls", () => {
   });
 });
 
+describe("moving off a worker blocked in slow synchronous host calls", () => {
+  it("runs queued behind a guest that spends nearly all its time waiting for a slow hostSync function move to the other worker", async () => {
+    // The watchdog samples the worker every 20 ms and nearly always finds it in a wait
+    // (no deadline armed): it must still see one long entry holding the worker.
+    const slow = hostSync(() => {
+      const end = performance.now() + 2;
+      while (performance.now() < end);
+      return 0;
+    });
+    const sandboxes = [];
+    for (let i = 0; i < 4; i++) sandboxes.push(await createSandbox({ modules: { app: { slow } }, limits: { wallTimeMs: 1500, maxHostCalls: 1_000_000 } }));
+    await Promise.all(sandboxes.map((sandbox) => sandbox.run("export default () => 'warm'")));
+    const [looper, ...neighbours] = sandboxes;
+    const loop = looper!.run(`import { slow } from "app"; export default () => { for (;;) slow() }`);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const results = await Promise.all(neighbours.map((sandbox, i) => sandbox.run("export default (x) => x", { input: i })));
+    results.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
+    for (const result of results) expect(result.stats.queuedMs).toBeLessThan(750);
+    expect(failure(await loop).kind).toBe("timeout");
+    await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
+  });
+});
+
 describe("RunOptions", () => {
   it("unknown keys are errors; null means no options; signal and queueTimeoutMs are checked", async () => {
     const sandbox = await createSandbox({});

@@ -26,6 +26,19 @@ import {
 
 export type SyncOutcome = HostCallReply | "timeout";
 
+/**
+ * CPU time a sleep in Atomics.wait costs the thread itself (the futex calls, V8's waiter
+ * list, the switch out and back in), counted as awake rather than asleep. Counted as
+ * asleep, it was time the guard did not charge and the watchdog's CPU deadline did not
+ * allow for, while the thread's clock counted it: on a busy machine, where adaptive
+ * polling stops and every sync call sleeps, a loop of 100k calls gathered 0.2-0.5 s of it,
+ * past the watchdog's 100 ms grace (found by review; a likely cause of a 1e6-call loop
+ * hard-stopped once in a parallel test run). An allowance, not a measurement: a clock
+ * read costs 2-8 µs, as much as the thing measured. A guest gains at most this much
+ * watchdog margin per sleeping call, each a real round trip to the embedder.
+ */
+const SLEEP_CPU_MS = 0.02;
+
 export class HostCallChannel {
   private static installed: HostCallChannel | null = null;
 
@@ -92,9 +105,10 @@ export class HostCallChannel {
   private readonly syncReply = new AdaptivePoll(HOST_CALL_POLL_MS);
 
   /**
-   * Wall time the last callSync spent asleep in Atomics.wait. The rest of its wait the
-   * thread was awake (watching the block, taking the answer): the guard moves the
-   * watchdog's CPU deadline by that part (ExecutionGuard.outsideGuest).
+   * Wall time the last callSync spent asleep in Atomics.wait, less SLEEP_CPU_MS per sleep.
+   * The rest of its wait the thread was awake (watching the block, taking the answer) or
+   * busy going to sleep and waking up: the guard moves the watchdog's CPU deadline by that
+   * part (ExecutionGuard.outsideGuest).
    */
   lastSyncSleptMs = 0;
 
@@ -147,7 +161,7 @@ export class HostCallChannel {
       if (left <= 0) return "timeout";
       const asleepAt = performance.now();
       slot.sleep(ready, left);
-      this.lastSyncSleptMs += performance.now() - asleepAt;
+      this.lastSyncSleptMs += Math.max(0, performance.now() - asleepAt - SLEEP_CPU_MS);
     }
   }
 }
