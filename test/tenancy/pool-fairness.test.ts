@@ -4,7 +4,7 @@
 // too long with kind "queue-timeout"; a new one-shot sandbox goes to the worker with the
 // least queued work; RunOptions are checked.
 import { describe, expect, it } from "vitest";
-import { configurePool, createSandbox, hostSync, poolStats, runScript, type RunResult } from "scriptbox";
+import { configurePool, createSandbox, hostSync, poolStats, runScript, type RunResult, type SandboxOptions } from "scriptbox";
 
 configurePool({ sharedWorkers: 2 });
 
@@ -133,49 +133,44 @@ describe("queueing", () => {
   });
 });
 
+/**
+ * Four sandboxes on two idle workers, two on each, so one of the three neighbours shares
+ * the worker of the one that runs `looping` (it must end with `endsWith`). The neighbours'
+ * runs, queued behind it, must move to the other worker: behind it, one of them would
+ * wait ~1.5 s for the loop's limit.
+ */
+async function neighboursMoveAway(options: SandboxOptions, looping: string, endsWith: string): Promise<void> {
+  const sandboxes = [];
+  for (let i = 0; i < 4; i++) sandboxes.push(await createSandbox(options));
+  await Promise.all(sandboxes.map((sandbox) => sandbox.run("export default () => 'warm'")));
+  const [looper, ...neighbours] = sandboxes;
+  const loop = looper!.run(looping);
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  const results = await Promise.all(neighbours.map((sandbox, i) => sandbox.run("export default (x) => x", { input: i })));
+  results.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
+  for (const result of results) expect(result.stats.queuedMs).toBeLessThan(750);
+  expect(failure(await loop).kind).toBe(endsWith);
+  // The moved sandbox lives on in its new worker.
+  for (const sandbox of neighbours) expect(await sandbox.run("export default () => 'again'")).toMatchObject({ ok: true, value: "again" });
+  await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
+}
+
 describe("moving off a stuck worker", () => {
   it("a run already queued behind a long guest on its worker moves to the other worker instead of waiting", async () => {
-    // Four sandboxes on two idle workers: two on each, so one of the three neighbours
-    // shares the worker of the sandbox that is about to loop.
-    const sandboxes = [];
-    for (let i = 0; i < 4; i++) sandboxes.push(await createSandbox({ limits: { cpuTimeMs: 1500 } }));
-    await Promise.all(sandboxes.map((sandbox) => sandbox.run("export default () => 'warm'")));
-    const [looper, ...neighbours] = sandboxes;
-    const loop = looper!.run("export default () => { for (;;) {} }");
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    const results = await Promise.all(neighbours.map((sandbox, i) => sandbox.run("export default (x) => x", { input: i })));
-    results.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
-    // Behind the loop, one of them would have waited ~1.5 s for the CPU limit.
-    for (const result of results) expect(result.stats.queuedMs).toBeLessThan(750);
-    expect(failure(await loop).kind).toBe("cpu");
-    // The moved sandbox lives on in its new worker.
-    for (const sandbox of neighbours) expect(await sandbox.run("export default () => 'again'")).toMatchObject({ ok: true, value: "again" });
-    await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
+    await neighboursMoveAway({ limits: { cpuTimeMs: 1500 } }, "export default () => { for (;;) {} }", "cpu");
   });
-});
 
-describe("moving off a worker whose guest makes synchronous host calls", () => {
-  it("runs queued behind a long guest that calls a hostSync function every millisecond still move to the other worker", async () => {
+  it("also behind a guest that calls a hostSync function every millisecond", async () => {
     // Each synchronous call moves the watchdog's CPU deadline (by the call's awake time);
     // the watchdog must still see one long entry, not a new one at every call.
-    const modules = { app: { tick: hostSync(() => 0) } };
-    const sandboxes = [];
-    for (let i = 0; i < 4; i++) sandboxes.push(await createSandbox({ modules, limits: { cpuTimeMs: 1500, maxHostCalls: 1_000_000 } }));
-    await Promise.all(sandboxes.map((sandbox) => sandbox.run("export default () => 'warm'")));
-    const [looper, ...neighbours] = sandboxes;
-    const loop = looper!.run(`import { tick } from "app";
-      export default () => { for (;;) { const end = Date.now() + 1; while (Date.now() < end); tick() } }`);
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    const results = await Promise.all(neighbours.map((sandbox, i) => sandbox.run("export default (x) => x", { input: i })));
-    results.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
-    for (const result of results) expect(result.stats.queuedMs).toBeLessThan(750);
-    expect(failure(await loop).kind).toBe("cpu");
-    await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
+    await neighboursMoveAway(
+      { modules: { app: { tick: hostSync(() => 0) } }, limits: { cpuTimeMs: 1500, maxHostCalls: 1_000_000 } },
+      `import { tick } from "app"; export default () => { for (;;) { const end = Date.now() + 1; while (Date.now() < end); tick() } }`,
+      "cpu",
+    );
   });
-});
 
-describe("moving off a worker blocked in slow synchronous host calls", () => {
-  it("runs queued behind a guest that spends nearly all its time waiting for a slow hostSync function move to the other worker", async () => {
+  it("also behind a guest that spends nearly all its time waiting for a slow hostSync function", async () => {
     // The watchdog samples the worker every 20 ms and nearly always finds it in a wait
     // (no deadline armed): it must still see one long entry holding the worker.
     const slow = hostSync(() => {
@@ -183,17 +178,11 @@ describe("moving off a worker blocked in slow synchronous host calls", () => {
       while (performance.now() < end);
       return 0;
     });
-    const sandboxes = [];
-    for (let i = 0; i < 4; i++) sandboxes.push(await createSandbox({ modules: { app: { slow } }, limits: { wallTimeMs: 1500, maxHostCalls: 1_000_000 } }));
-    await Promise.all(sandboxes.map((sandbox) => sandbox.run("export default () => 'warm'")));
-    const [looper, ...neighbours] = sandboxes;
-    const loop = looper!.run(`import { slow } from "app"; export default () => { for (;;) slow() }`);
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    const results = await Promise.all(neighbours.map((sandbox, i) => sandbox.run("export default (x) => x", { input: i })));
-    results.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
-    for (const result of results) expect(result.stats.queuedMs).toBeLessThan(750);
-    expect(failure(await loop).kind).toBe("timeout");
-    await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
+    await neighboursMoveAway(
+      { modules: { app: { slow } }, limits: { wallTimeMs: 1500, maxHostCalls: 1_000_000 } },
+      `import { slow } from "app"; export default () => { for (;;) slow() }`,
+      "timeout",
+    );
   });
 });
 
