@@ -146,9 +146,9 @@ describe("call floods", () => {
   });
 
   it("a guest that catches the error a host call throws at its CPU limit still ends with kind cpu", async () => {
-    // Each host call asks the guard first; past the limit it throws a catchable error
-    // (when it comes before the engine's own check). Catching it and returning does not
-    // turn the run into a success.
+    // Every bridge call asks the guard first (bridge/index.ts); past the limit the call
+    // throws, catchably when that check comes before the engine's own. Catching it and
+    // returning does not turn the run into a success.
     const result = await runScript(
       `import { tick } from "app"; export default () => { for (let i = 0; ; i++) { try { tick(i) } catch (error) { return "escaped: " + error.message } } }`,
       { modules, limits: { maxHostCalls: 100_000_000, cpuTimeMs: 100, wallTimeMs: 120_000 } },

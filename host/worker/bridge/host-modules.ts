@@ -123,13 +123,6 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
     const activation = realm.activation;
     const modules = attached.get(realm);
     if (!activation || !modules) throw new BridgeArgumentError("no host modules are available here");
-    // The run's limits, checked at every call as well as by the engine's own interrupt
-    // checks: a cheap safeguard (one performance.now() while the deadline is far). Once
-    // this says stop, every later call throws at once and the engine stops at its next
-    // check, so a loop around host calls cannot outrun its CPU limit between the
-    // engine's checks. (A 1e6-call loop was hard-stopped once in a parallel test run; the
-    // cause was not pinned down: in a quiet process the engine's check comes first.)
-    if (realm.guard.shouldInterrupt()) throw new Error("the run has reached a limit and is stopping");
     const id = integerArg(ctx, idHandle, "host function", 0, 1_000_000);
     const fn = findFunction(modules, id);
     if (!fn || fn.sync !== sync) throw new BridgeArgumentError(`no ${sync ? "synchronous" : "async"} host function ${id}`);
