@@ -37,7 +37,8 @@ async function scenario(name, total) {
   const { runScript, configurePool } = await import(distIndex);
   const hostileShare = name.endsWith("hostile") ? 0.1 : 0;
   const isolate = name.startsWith("isolate");
-  configurePool({});
+  // TENANCY_QUEUED_RUNS=<n> sets queuedRunsPerWorker (0: every run placed at once, as before it existed).
+  configurePool(process.env.TENANCY_QUEUED_RUNS === undefined ? {} : { queuedRunsPerWorker: Number(process.env.TENANCY_QUEUED_RUNS) });
   // Warm-up outside the measurement: the workers' start belongs to process start.
   await Promise.all(Array.from({ length: 4 }, (_, i) => runScript(ORDINARY, { input: i, limits: LIMITS, isolate })));
   const every = hostileShare > 0 ? Math.round(1 / hostileShare) : Infinity;

@@ -71,6 +71,12 @@ export class ActivationSlots {
     return Atomics.compareExchange(this.slots, slot, 0, STOP) === 0;
   }
 
+  /** Whether the worker has yet to start the activation (and it was not withdrawn). */
+  isQueued(slot: number): boolean {
+    if (slot === NO_SLOT) return false;
+    return (Atomics.load(this.slots, slot) & (STARTED | STOP)) === 0;
+  }
+
   /** Whether the activation may have had effects outside the sandbox (true when unknown). */
   hadEffects(slot: number): boolean {
     if (slot === NO_SLOT) return true;

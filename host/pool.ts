@@ -17,6 +17,7 @@ import { ActivationSlots, ACTIVATION_SLOTS_BYTES, NO_SLOT } from "./activation-s
 import { threadClock, type ThreadClock } from "./thread-cpu.js";
 import { HostCallServer } from "./host-modules/call-server.js";
 import { AdaptivePoll } from "./adaptive-poll.js";
+import { RunAdmission } from "./run-admission.js";
 
 /**
  * How much CPU time past its deadline a guest may spend (in native code that ignores the
@@ -53,6 +54,12 @@ export interface PoolOptions {
   maxIsolatedWorkers: number;
   /** Dedicated workers kept idle for the next isolated sandbox (instead of a new thread each). Default 2. */
   idleIsolatedWorkers: number;
+  /**
+   * One-shot runs (runScript) sent to a shared worker and not started there, at most;
+   * more wait in the embedder, first come first served (host/run-admission.ts). 0: no
+   * limit (each is placed at once). Default 4.
+   */
+  queuedRunsPerWorker: number;
 }
 
 export function defaultPoolOptions(): PoolOptions {
@@ -62,6 +69,7 @@ export function defaultPoolOptions(): PoolOptions {
     warmSandboxesPerWorker: 3,
     maxIsolatedWorkers: Math.max(2, Math.min(16, 2 * cores)),
     idleIsolatedWorkers: 2,
+    queuedRunsPerWorker: 4,
   };
 }
 
@@ -70,6 +78,7 @@ const POOL_BOUNDS: Record<keyof PoolOptions, [number, number]> = {
   warmSandboxesPerWorker: [0, 64],
   maxIsolatedWorkers: [1, 1024],
   idleIsolatedWorkers: [0, 1024],
+  queuedRunsPerWorker: [0, 1024],
 };
 
 export function resolvePoolOptions(input: unknown, base: PoolOptions): PoolOptions {
@@ -262,16 +271,38 @@ export class WorkerConnection {
   }
 
   /**
-   * How much work a new sandbox would queue behind here: activations in flight (each one
-   * waits for those ahead of it), plus one more for every 10 ms the current guest has been
-   * running (a long one holds up everything queued behind it).
+   * How much work a new sandbox would queue behind here: activations sent and not started
+   * yet (each waits behind the ones ahead; one waiting for a timer or a fetch holds nothing
+   * up), plus one more for every 10 ms the current guest has been running (a long one
+   * holds up everything queued behind it).
    */
   queuedWork(nowEpochMs: number): number {
+    return this.unstartedActivations() + Math.floor(this.stuckMs(nowEpochMs) / 10);
+  }
+
+  /**
+   * How many more one-shot runs this worker can take (host/run-admission.ts): none while
+   * its current guest has run for MOVE_QUEUED_AFTER_MS or more, else `perWorker` minus the
+   * activations waiting here to start.
+   */
+  roomForRuns(nowEpochMs: number, perWorker: number): number {
+    if (this.lost || this.stuckMs(nowEpochMs) >= MOVE_QUEUED_AFTER_MS) return 0;
+    return Math.max(0, perWorker - this.unstartedActivations());
+  }
+
+  /** Activations sent here that the worker has not started (nor been told to skip). */
+  private unstartedActivations(): number {
+    let count = 0;
+    for (const slot of this.liveSlots) if (this.slots.isQueued(slot)) count++;
+    return count;
+  }
+
+  /** How long the guest entry running now has been seen running (0 when none runs). */
+  private stuckMs(nowEpochMs: number): number {
     // `watched` may be left from an entry that has ended since the watchdog last looked
     // (ENTRY has moved on); an entry waiting for a synchronous host call still holds the worker.
     const inGuest = this.watched !== null && this.watchdog[WATCHDOG_FIELDS.entry] === this.watched.entry;
-    const stuckMs = inGuest ? nowEpochMs - this.watched!.seenAt : 0;
-    return this.activations + Math.floor(stuckMs / 10);
+    return inGuest ? nowEpochMs - this.watched!.seenAt : 0;
   }
 
   private onMessage(message: WorkerMessage): void {
@@ -335,6 +366,8 @@ export class WorkerConnection {
       this.activations--;
       this.liveSlots.delete(pending.slot);
       this.slots.release(pending.slot);
+      // Room for a one-shot run waiting in the embedder, maybe.
+      this.pool.runAdmission.wake();
     }
   }
 
@@ -431,6 +464,8 @@ export class WorkerPool {
   private warming: Promise<void> | null = null;
   private watchdogTimer: NodeJS.Timeout | null = null;
   options: PoolOptions;
+  /** One-shot runs waiting for room on a shared worker (host/run-admission.ts). */
+  readonly runAdmission = new RunAdmission(() => this.roomForRuns());
 
   constructor(options: Partial<PoolOptions> = {}) {
     this.options = resolvePoolOptions(options, defaultPoolOptions());
@@ -452,6 +487,7 @@ export class WorkerPool {
     }
     while (this.idleIsolated.length > this.options.idleIsolatedWorkers) this.idleIsolated.shift()!.terminate();
     this.wakeIsolatedWaiters();
+    this.runAdmission.wake();
   }
 
   /** A shared worker for a new sandbox: the one with the least queued work. */
@@ -545,6 +581,17 @@ export class WorkerPool {
     }
   }
 
+  /** How many more one-shot runs the shared workers can take now: see RunAdmission. */
+  private roomForRuns(): number {
+    const perWorker = this.options.queuedRunsPerWorker;
+    if (perWorker === 0) return Infinity;
+    const now = performance.timeOrigin + performance.now();
+    // Workers not started yet (at most sharedWorkers) will take their share too.
+    let room = perWorker * Math.max(0, this.options.sharedWorkers - this.shared.length);
+    for (const connection of this.shared) room += connection.roomForRuns(now, perWorker);
+    return room;
+  }
+
   /** Whether a run queued on `connection` would wait for less on another shared worker. */
   hasRoomElsewhere(connection: WorkerConnection, nowEpochMs: number): boolean {
     if (connection.dedicated) return false;
@@ -579,6 +626,8 @@ export class WorkerPool {
     if (!this.all.delete(connection)) return;
     const index = this.shared.indexOf(connection);
     if (index !== -1) this.shared.splice(index, 1);
+    // A lost shared worker is replaced at the next placement: its room counts meanwhile.
+    this.runAdmission.wake();
     if (connection.dedicated) {
       this.isolatedAlive--;
       const idle = this.idleIsolated.indexOf(connection);
@@ -593,6 +642,8 @@ export class WorkerPool {
     this.watchdogTimer = setInterval(() => {
       const now = performance.timeOrigin + performance.now();
       let busy = false;
+      // A run started, or a guest has run long: the room for waiting one-shot runs changed.
+      this.runAdmission.wake();
       for (const connection of this.all) {
         if (!connection.busy) continue;
         busy = true;
@@ -615,6 +666,7 @@ export class WorkerPool {
       idleIsolated: this.idleIsolated.length,
       waitingForIsolated: this.isolatedWaiters.length,
       inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
+      waitingRuns: this.runAdmission.waitingCount,
     };
   }
 
@@ -648,6 +700,8 @@ export interface PoolStats {
   waitingForIsolated: number;
   /** Runs, loads and calls sent to each shared worker and not answered yet. */
   inFlightPerSharedWorker: number[];
+  /** One-shot runs (runScript) waiting in the embedder for room on a shared worker (queuedRunsPerWorker). */
+  waitingRuns: number;
 }
 
 export function poolStats(): PoolStats {

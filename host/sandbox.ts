@@ -21,6 +21,7 @@ import { formatBytes } from "./limits.js";
 import { disposedOutcome, evictedOutcome, hardStoppedOutcome, interruptedOutcome, type Interruption } from "./tenancy-outcomes.js";
 import { SandboxHostModules, type ActivationCalls } from "./host-modules/sandbox-modules.js";
 import type { DeclaredModules } from "./host-modules/declaration.js";
+import type { Admission } from "./run-admission.js";
 
 let nextSandboxId = 1;
 let nextPluginId = 1;
@@ -113,8 +114,12 @@ export class Sandbox {
   /** The current home, once it has a worker; a new one is found after a worker is lost. */
   #home: Home | null = null;
   #homeReady: Promise<Home> | null = null;
-  /** An isolated sandbox waiting for a dedicated worker (see WorkerPool.acquireIsolated). */
+  /** An isolated sandbox waiting for a dedicated worker (see WorkerPool.acquireIsolated), or a one-shot one for room on a shared worker. */
   #homeWait: { cancel(): void } | null = null;
+  /** runScript's sandbox: its run waits for room on a shared worker before it is placed (host/run-admission.ts). */
+  readonly #oneShot: boolean;
+  /** Its place in that line once admitted; given back when the run is sent (or never will be). */
+  #admission: Admission | null = null;
   readonly #plugins = new Set<Plugin>();
   /** Plugins whose realm went with a lost worker: calls on them end "evicted". */
   readonly #lostPlugins = new WeakSet<Plugin>();
@@ -122,8 +127,9 @@ export class Sandbox {
   #disposed: string | null = null;
   readonly #hostModules: SandboxHostModules;
 
-  private constructor(pool: WorkerPool, id: number, config: SandboxConfig, isolate: boolean, onLog: ((entry: LogEntry) => void) | null, hostModules: SandboxHostModules) {
+  private constructor(pool: WorkerPool, id: number, config: SandboxConfig, isolate: boolean, onLog: ((entry: LogEntry) => void) | null, hostModules: SandboxHostModules, oneShot: boolean) {
     this.#hostModules = hostModules;
+    this.#oneShot = oneShot;
     this.#pool = pool;
     this.#id = id;
     this.#config = config;
@@ -132,13 +138,13 @@ export class Sandbox {
     this.#limits = config.limits;
   }
 
-  /** See createSandbox. */
-  static async create(options: SandboxOptions = {}, pool: WorkerPool = sharedPool()): Promise<Sandbox> {
+  /** See createSandbox; `oneShot` (runScript): the sandbox's one run waits in the pool's line of one-shot runs. */
+  static async create(options: SandboxOptions = {}, pool: WorkerPool = sharedPool(), oneShot = false): Promise<Sandbox> {
     const config = resolveSandboxConfig(options as SandboxOptions & { engineVariant?: EngineVariantName });
     const id = nextSandboxId++;
     const hostModules = SandboxHostModules.declare(own(options as Record<string, unknown>, "modules"), id, config.limits.maxHostCallBytes);
     if (hostModules.manifest) config.hostModules = hostModules.manifest;
-    const sandbox = new Sandbox(pool, id, config, options.isolate === true, options.onLog ?? null, hostModules);
+    const sandbox = new Sandbox(pool, id, config, options.isolate === true, options.onLog ?? null, hostModules, oneShot);
     // Not awaited: the worker handles messages in order, so the first run is pipelined
     // behind the creation instead of waiting a round trip for it. An isolated sandbox may
     // wait here for a dedicated worker: that wait counts as its first run's queued time.
@@ -161,6 +167,17 @@ export class Sandbox {
         throw new SandboxDisposedError(this.#disposed);
       }
     } else {
+      if (this.#oneShot && this.#admission === null) {
+        // Once only: a run that moves to another worker, or re-runs after losing one, keeps its place.
+        const wait = this.#pool.runAdmission.admit();
+        this.#homeWait = wait;
+        this.#admission = await wait.admission;
+        this.#homeWait = null;
+        if (this.#disposed !== null) {
+          this.#admission.placed();
+          throw new SandboxDisposedError(this.#disposed);
+        }
+      }
       connection = this.#pool.acquireShared();
     }
     connection.onLog(this.#id, this.#onLog);
@@ -318,6 +335,7 @@ export class Sandbox {
   async dispose(): Promise<void> {
     if (this.#disposed !== null) return;
     this.#disposed = "dispose() was called";
+    this.#admission?.placed();
     for (const activation of [...this.#inFlight]) activation.interrupt("disposed");
     this.#plugins.clear();
     this.#homeWait?.cancel();
@@ -390,6 +408,8 @@ export class Sandbox {
         hostCalls = this.#hostModules.begin(home.connection.hostCalls, filename, runModules);
         const request = { ...body, sandboxId: this.#id, slot: -1, ...(hostCalls.hostCalls ? { hostCalls: hostCalls.hostCalls } : {}) } as ActivationRequest;
         const { slot, reply } = home.connection.activate<ActivationOutcome | null>(request);
+        // Now in the worker's queue, where the line of one-shot runs counts it.
+        this.#admission?.placed();
         current = { connection: home.connection, slot };
         const settled = Promise.allSettled([home.confirmed ? true : home.created, reply]);
         const moved = this.#movableWhileQueued(home, slot, body.op, moves < MAX_MOVES);
@@ -485,6 +505,7 @@ export class Sandbox {
   #markDisposed(reason: string): void {
     if (this.#disposed !== null) return;
     this.#disposed = reason;
+    this.#admission?.placed();
     this.#homeWait?.cancel();
     if (this.#home) this.#leave(this.#home);
     this.#plugins.clear();
@@ -584,7 +605,7 @@ export async function runScript<T = unknown>(source: string, options: (SandboxOp
     if (key !== "modules" && (RUN_OPTION_KEYS as readonly string[]).includes(key)) runOptions[key] = value;
     else sandboxOptions[key] = value;
   }
-  const sandbox = await createSandbox(sandboxOptions as SandboxOptions);
+  const sandbox = await Sandbox.create(sandboxOptions as SandboxOptions, sharedPool(), true);
   try {
     return await sandbox.run<T>(source, runOptions as RunOptions);
   } finally {

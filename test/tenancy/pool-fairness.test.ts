@@ -118,7 +118,11 @@ describe("queueing", () => {
     await Promise.all([runScript("export default () => 1"), runScript("export default () => 1")]);
     let started!: () => void;
     const busyStarted = new Promise<void>((resolve) => (started = resolve));
-    const busy = runScript(`console.log('started'); ${busyFor(1500)}`, { limits: { cpuTimeMs: 10_000 }, onLog: () => started() });
+    // A synchronous host call from inside the guest says it runs (a console line would
+    // arrive only once the run is over, and the quick runs below would find the worker free).
+    const modules = { probe: { started: hostSync(() => started()) } };
+    const source = `import { started } from "probe"; export default () => { started(); const end = Date.now() + 1500; while (Date.now() < end); return 'busy done' }`;
+    const busy = runScript(source, { limits: { cpuTimeMs: 10_000 }, modules });
     await busyStarted;
     expect(poolStats().inFlightPerSharedWorker.sort()).toEqual([0, 1]);
     const quick: RunResult[] = [];

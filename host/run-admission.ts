@@ -1,0 +1,84 @@
+// The embedder-side line of one-shot runs (runScript) waiting for room on a shared worker.
+//
+// Why: a worker runs one guest at a time, in the order its requests arrived. Placed at
+// once, 50 concurrent one-shot runs put ~25 in each worker's queue, and a hostile guest
+// (a loop to its CPU limit, a native hog until the hard stop) holds up all of them there:
+// queued runs could move to another worker, but each move put the run at the back of that
+// worker's queue, and the next hostile guest caught it again (a run moved 13 times in 3 s
+// in the mixed-tenancy bench). Held here, in order, a run is placed only when a worker has
+// room: fewer than `queuedRunsPerWorker` runs sent there and not started, and no guest
+// running there for long (see WorkerConnection.roomForRuns). A hostile guest then holds
+// up at most that many runs, and the line moves on to the workers that are free.
+//
+// Only one-shot runs wait here: a sandbox made with createSandbox lives in one worker, so
+// holding its runs back would not send them anywhere else.
+
+/** What an admitted run gives back once it has been sent to its worker (or never will be). */
+export interface Admission {
+  /** Idempotent: the run now counts in its worker's queue (or is over), no longer here. */
+  placed(): void;
+}
+
+interface Waiter {
+  admit(admission: Admission): void;
+}
+
+export class RunAdmission {
+  private readonly waiting: Waiter[] = [];
+  /** Runs admitted and not yet sent to a worker: they will take room the workers do not show yet. */
+  private unplaced = 0;
+
+  /** `room`: how many more runs the shared workers can take now (Infinity: no limit). */
+  constructor(private readonly room: () => number) {}
+
+  /** Runs waiting for room, for poolStats. */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
+  /** Resolves once the run may be placed; `cancel` gives up the place (or the admission, if granted meanwhile). */
+  admit(): { admission: Promise<Admission>; cancel(): void } {
+    let granted: Admission | null = null;
+    let cancelled = false;
+    const waiter: Waiter = { admit: () => undefined };
+    const admission = new Promise<Admission>((resolve) => {
+      waiter.admit = (admission) => {
+        granted = admission;
+        if (cancelled) admission.placed();
+        else resolve(admission);
+      };
+    });
+    // First come, first served: a new run never overtakes one already waiting.
+    if (this.waiting.length === 0 && this.unplaced < this.room()) waiter.admit(this.grant());
+    else this.waiting.push(waiter);
+    return {
+      admission,
+      cancel: () => {
+        cancelled = true;
+        const index = this.waiting.indexOf(waiter);
+        if (index !== -1) this.waiting.splice(index, 1);
+        (granted as Admission | null)?.placed();
+      },
+    };
+  }
+
+  /** Admits waiting runs while the workers have room (a run started or ended, a worker came free). */
+  wake(): void {
+    if (this.waiting.length === 0) return;
+    const room = this.room();
+    while (this.waiting.length > 0 && this.unplaced < room) this.waiting.shift()!.admit(this.grant());
+  }
+
+  private grant(): Admission {
+    this.unplaced++;
+    let done = false;
+    return {
+      placed: () => {
+        if (done) return;
+        done = true;
+        this.unplaced--;
+        this.wake();
+      },
+    };
+  }
+}

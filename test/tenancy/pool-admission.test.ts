@@ -1,0 +1,151 @@
+// The line of one-shot runs (host/run-admission.ts): runScript's runs are placed on a
+// shared worker only while it has room (fewer than queuedRunsPerWorker runs sent there and
+// not started, and no guest running there for long); the others wait in the embedder, in
+// order, where signal, queueTimeoutMs and dispose reach them, and where a hostile guest
+// that starts on a worker cannot catch them.
+import { describe, expect, it } from "vitest";
+import { configurePool, hostSync, poolStats, runScript, type RunResult } from "scriptbox";
+import { RunAdmission } from "../../host/run-admission.js";
+
+function failure(result: RunResult) {
+  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result.value)}`);
+  return result.error;
+}
+
+/**
+ * Starts a run that keeps its worker busy for `ms`; resolves once the guest is running
+ * (a synchronous host call from inside it: a console line would arrive only after the run).
+ */
+async function startBusy(ms: number): Promise<{ busy: Promise<RunResult> }> {
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const modules = { probe: { started: hostSync(() => started()) } };
+  const source = `import { started } from "probe"; export default () => { started(); const end = Date.now() + ${ms}; let n = 0; while (Date.now() < end) n++; return 'busy done' }`;
+  const busy = runScript(source, { limits: { cpuTimeMs: 10_000, wallTimeMs: 20_000 }, modules });
+  await running;
+  // In an object: an async function returning the promise itself would wait for it.
+  return { busy };
+}
+
+describe("RunAdmission", () => {
+  it("admits while there is room, then first come first served; a cancelled place is given up, a cancelled admission given back", async () => {
+    let room = 1;
+    const line = new RunAdmission(() => room);
+    const order: number[] = [];
+    const waits = [0, 1, 2, 3].map((i) => {
+      const wait = line.admit();
+      void wait.admission.then((admission) => {
+        order.push(i);
+        return admission;
+      });
+      return wait;
+    });
+    await Promise.resolve();
+    expect(order).toEqual([0]);
+    expect(line.waitingCount).toBe(3);
+    waits[1]!.cancel(); // gives up its place
+    expect(line.waitingCount).toBe(2);
+    room = 2; // room for two, and 0 (admitted, not placed yet) takes one of them
+    line.wake();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(order).toEqual([0, 2]);
+    (await waits[0]!.admission).placed();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(order).toEqual([0, 2, 3]);
+    expect(line.waitingCount).toBe(0);
+    // Cancelled after it was admitted: the admission is given back. placed() counts once.
+    waits[3]!.cancel();
+    (await waits[2]!.admission).placed();
+    (await waits[2]!.admission).placed();
+    room = 1;
+    const admittedSoon = (wait: { admission: Promise<unknown> }) => Promise.race([wait.admission.then(() => true), new Promise((resolve) => setTimeout(resolve, 20, false))]);
+    const next = line.admit();
+    const after = line.admit();
+    expect(await admittedSoon(next)).toBe(true);
+    expect(await admittedSoon(after)).toBe(false);
+    expect(line.waitingCount).toBe(1);
+  });
+});
+
+describe("the line of one-shot runs", () => {
+  it("runs beyond the room wait in the embedder and start in the order they came", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1 });
+    await runScript("export default () => 'warm'");
+    const started: number[] = [];
+    const modules = { probe: { started: hostSync((i: number) => void started.push(i)) } };
+    const source = `import { started } from "probe"; export default (i) => { started(i); const end = Date.now() + 10; while (Date.now() < end); return i }`;
+    const runs = Array.from({ length: 6 }, (_, i) => runScript(source, { input: i, modules }));
+    // The first one was placed at once; the others wait in line (none sent to the worker).
+    expect(poolStats().waitingRuns).toBe(5);
+    const results = await Promise.all(runs);
+    results.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
+    expect(started).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(poolStats().waitingRuns).toBe(0);
+    // The wait in line is queued time, beside the run's own wall time.
+    expect(results[5]!.stats.queuedMs).toBeGreaterThan(results[5]!.stats.wallTimeMs);
+  });
+
+  it("a run waiting in line ends with its signal or its queueTimeoutMs, unrun, and gives up its place", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1 });
+    await runScript("export default () => 'warm'");
+    const { busy } = await startBusy(800);
+    // Placed behind the busy run: the worker's one place is taken, so the next ones wait in line.
+    const placed = runScript("export default () => 'placed'");
+    const logs: string[] = [];
+    const onLog = (entry: { message: string }) => logs.push(entry.message);
+    const timedOut = runScript("console.log('ran'); export default () => 1", { queueTimeoutMs: 100, onLog });
+    const controller = new AbortController();
+    const aborted = runScript("console.log('ran'); export default () => 1", { signal: controller.signal, onLog });
+    const after = runScript("export default () => 'after'");
+    expect(poolStats().waitingRuns).toBe(3);
+    setTimeout(() => controller.abort(), 50);
+    const timedOutResult = await timedOut;
+    expect(failure(timedOutResult)).toMatchObject({ kind: "queue-timeout" });
+    expect(timedOutResult.stats.queuedMs).toBeGreaterThanOrEqual(90);
+    expect(failure(await aborted)).toMatchObject({ kind: "aborted" });
+    // Both left the line while the busy run still holds the worker.
+    expect(poolStats().waitingRuns).toBe(1);
+    expect(await busy).toMatchObject({ ok: true, value: "busy done" });
+    expect(await placed).toMatchObject({ ok: true, value: "placed" });
+    expect(await after).toMatchObject({ ok: true, value: "after" });
+    expect(logs).toEqual([]);
+    expect(poolStats().waitingRuns).toBe(0);
+  });
+
+  it("while a long guest holds one worker, new runs go to the other one, even when it has many runs waiting on timers", async () => {
+    configurePool({ sharedWorkers: 2, queuedRunsPerWorker: 8 });
+    await Promise.all([runScript("export default () => 1"), runScript("export default () => 1")]);
+    const { busy } = await startBusy(2000);
+    // Long enough for the watchdog (every 20 ms) to see the guest hold its worker.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const inFlight = poolStats().inFlightPerSharedWorker;
+    expect([...inFlight].sort()).toEqual([0, 1]);
+    const held = inFlight.indexOf(1);
+    let mostOnHeld = 0;
+    const sampler = setInterval(() => (mostOnHeld = Math.max(mostOnHeld, poolStats().inFlightPerSharedWorker[held] ?? 0)), 2);
+    // One after another, so each is placed knowing where the earlier ones went. Those on
+    // the free worker wait on a timer there: started, they hold nothing up. Counted as
+    // queued work (as runs in flight once were), 20 of them made the held worker look
+    // the emptier one.
+    const runs: Promise<RunResult>[] = [];
+    for (let i = 0; i < 40; i++) {
+      runs.push(runScript("export default async (i) => { await new Promise((r) => setTimeout(r, 600)); return i }", { input: i }));
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    const results = await Promise.all(runs);
+    clearInterval(sampler);
+    results.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
+    expect(mostOnHeld).toBe(1);
+    for (const result of results) expect(result.stats.queuedMs).toBeLessThan(1000);
+    expect(await busy).toMatchObject({ ok: true, value: "busy done" });
+  });
+
+  it("queuedRunsPerWorker 0 places every run at once, as before the line existed", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 0 });
+    const runs = Array.from({ length: 5 }, (_, i) => runScript("export default (i) => i", { input: i }));
+    expect(poolStats().waitingRuns).toBe(0);
+    (await Promise.all(runs)).forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
+  });
+});
