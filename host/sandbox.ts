@@ -148,8 +148,13 @@ export class Sandbox {
     // Not awaited: the worker handles messages in order, so the first run is pipelined
     // behind the creation instead of waiting a round trip for it. An isolated sandbox may
     // wait here for a dedicated worker: that wait counts as its first run's queued time.
-    sandbox.#homeReady = sandbox.#findHome();
-    sandbox.#homeReady.catch(() => undefined);
+    // A one-shot sandbox finds its home at its run, once the script is prepared: it joins
+    // the line of one-shot runs ready to be sent (a run still being transpiled or bundled
+    // would hold a place that ready runs behind it could use).
+    if (!oneShot) {
+      sandbox.#homeReady = sandbox.#findHome();
+      sandbox.#homeReady.catch(() => undefined);
+    }
     return sandbox;
   }
 
