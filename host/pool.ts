@@ -302,7 +302,9 @@ export class WorkerConnection {
     // `watched` may be left from an entry that has ended since the watchdog last looked
     // (ENTRY has moved on); an entry waiting for a synchronous host call still holds the worker.
     const inGuest = this.watched !== null && this.watchdog[WATCHDOG_FIELDS.entry] === this.watched.entry;
-    return inGuest ? nowEpochMs - this.watched!.seenAt : 0;
+    // Sandbox 0 is the worker's own warm-up: idle work in slices of a few ms, behind any run.
+    if (!inGuest || this.watchdog[WATCHDOG_FIELDS.sandboxId] === 0) return 0;
+    return nowEpochMs - this.watched!.seenAt;
   }
 
   private onMessage(message: WorkerMessage): void {
@@ -465,7 +467,12 @@ export class WorkerPool {
   private watchdogTimer: NodeJS.Timeout | null = null;
   options: PoolOptions;
   /** One-shot runs waiting for room on a shared worker (host/run-admission.ts). */
-  readonly runAdmission = new RunAdmission(() => this.roomForRuns());
+  readonly runAdmission = new RunAdmission(
+    () => this.roomForRuns(),
+    // A run waits: the watchdog's tick re-checks the room (a worker's queued run started,
+    // a long guest ended) even if no worker has a request in flight.
+    () => this.watch(),
+  );
 
   constructor(options: Partial<PoolOptions> = {}) {
     this.options = resolvePoolOptions(options, defaultPoolOptions());
@@ -649,7 +656,7 @@ export class WorkerPool {
         busy = true;
         connection.checkDeadline(now);
       }
-      if (!busy && this.watchdogTimer) {
+      if (!busy && this.runAdmission.waitingCount === 0 && this.watchdogTimer) {
         clearInterval(this.watchdogTimer);
         this.watchdogTimer = null;
       }

@@ -28,8 +28,14 @@ export class RunAdmission {
   /** Runs admitted and not yet sent to a worker: they will take room the workers do not show yet. */
   private unplaced = 0;
 
-  /** `room`: how many more runs the shared workers can take now (Infinity: no limit). */
-  constructor(private readonly room: () => number) {}
+  /**
+   * `room`: how many more runs the shared workers can take now (Infinity: no limit).
+   * `onWait`: a run has to wait; whoever calls wake() must keep doing so until none waits.
+   */
+  constructor(
+    private readonly room: () => number,
+    private readonly onWait: () => void = () => undefined,
+  ) {}
 
   /** Runs waiting for room, for poolStats. */
   get waitingCount(): number {
@@ -50,7 +56,10 @@ export class RunAdmission {
     });
     // First come, first served: a new run never overtakes one already waiting.
     if (this.waiting.length === 0 && this.unplaced < this.room()) waiter.admit(this.grant());
-    else this.waiting.push(waiter);
+    else {
+      this.waiting.push(waiter);
+      this.onWait();
+    }
     return {
       admission,
       cancel: () => {
