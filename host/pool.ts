@@ -497,8 +497,13 @@ export class WorkerPool {
     this.runAdmission.wake();
   }
 
-  /** A shared worker for a new sandbox: the one with the least queued work. */
-  acquireShared(): WorkerConnection {
+  /**
+   * A shared worker for a new sandbox: the one with the least queued work. A one-shot run
+   * admitted from the line (`forLine`) goes to a worker with room for it (see roomForRuns)
+   * whenever one has: a worker held by a guest for 20-30 ms has only 2-3 queued work to
+   * show for it, less than a free worker with a few runs queued.
+   */
+  acquireShared(forLine = false): WorkerConnection {
     let connection: WorkerConnection;
     if (this.shared.length < this.options.sharedWorkers) {
       // A new worker only while every running one already has sandboxes: one still
@@ -509,11 +514,14 @@ export class WorkerPool {
       // Least queued work; ties go round-robin, so sandboxes created one after another
       // land on different workers while each refills its warm pool.
       const now = performance.timeOrigin + performance.now();
-      const start = this.nextShared++ % this.shared.length;
-      connection = this.shared[start]!;
+      const perWorker = this.options.queuedRunsPerWorker;
+      const withRoom = forLine && perWorker > 0 ? this.shared.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0) : [];
+      const candidates = withRoom.length > 0 ? withRoom : this.shared;
+      const start = this.nextShared++ % candidates.length;
+      connection = candidates[start]!;
       let best = connection.queuedWork(now);
-      for (let i = 1; i < this.shared.length; i++) {
-        const candidate = this.shared[(start + i) % this.shared.length]!;
+      for (let i = 1; i < candidates.length; i++) {
+        const candidate = candidates[(start + i) % candidates.length]!;
         const work = candidate.queuedWork(now);
         if (work < best || (work === best && candidate.sandboxCount < connection.sandboxCount)) {
           connection = candidate;
@@ -524,6 +532,7 @@ export class WorkerPool {
     connection.sandboxCount++;
     return connection;
   }
+
 
   /**
    * A dedicated worker for an isolated sandbox: an idle one, a new one while fewer than

@@ -183,7 +183,7 @@ export class Sandbox {
           throw new SandboxDisposedError(this.#disposed);
         }
       }
-      connection = this.#pool.acquireShared();
+      connection = this.#pool.acquireShared(this.#oneShot);
     }
     connection.onLog(this.#id, this.#onLog);
     connection.onDisposed(this.#id, (reason) => this.#markDisposed(reason));

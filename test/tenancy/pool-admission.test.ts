@@ -4,7 +4,7 @@
 // order, where signal, queueTimeoutMs and dispose reach them, and where a hostile guest
 // that starts on a worker cannot catch them.
 import { describe, expect, it, vi } from "vitest";
-import { configurePool, hostSync, poolStats, runScript, type RunResult } from "scriptbox";
+import { configurePool, createSandbox, hostSync, poolStats, runScript, type RunResult } from "scriptbox";
 import { RunAdmission } from "../../host/run-admission.js";
 
 function failure(result: RunResult) {
@@ -144,6 +144,31 @@ describe("the line of one-shot runs", () => {
     expect(mostOnHeld).toBe(1);
     for (const result of results) expect(result.stats.queuedMs).toBeLessThan(1000);
     expect(await busy).toMatchObject({ ok: true, value: "busy done" });
+  });
+
+  it("a run from the line goes to a worker with room, even one with more queued work than a held worker shows", async () => {
+    configurePool({ sharedWorkers: 2, queuedRunsPerWorker: 64 });
+    await Promise.all([runScript("export default () => 1"), runScript("export default () => 1")]);
+    const { busy } = await startBusy(2500);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const inFlight = poolStats().inFlightPerSharedWorker;
+    expect([...inFlight].sort()).toEqual([0, 1]);
+    const held = inFlight.indexOf(1);
+    // A sandbox of its own on the free worker, with 40 short runs queued there: that worker
+    // keeps working (no guest holds it 20 ms) but shows 40 queued, the held one ~10-12.
+    const sandbox = await createSandbox();
+    const queued = Array.from({ length: 40 }, () => sandbox.run("export default () => { const end = Date.now() + 10; while (Date.now() < end); return 'short' }"));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(poolStats().inFlightPerSharedWorker[1 - held]).toBeGreaterThan(30);
+    let mostOnHeld = 0;
+    const sampler = setInterval(() => (mostOnHeld = Math.max(mostOnHeld, poolStats().inFlightPerSharedWorker[held] ?? 0)), 2);
+    const oneShot = await runScript("export default () => 'placed well'");
+    clearInterval(sampler);
+    expect(oneShot).toMatchObject({ ok: true, value: "placed well" });
+    expect(mostOnHeld).toBe(1);
+    for (const result of await Promise.all(queued)) expect(result).toMatchObject({ ok: true, value: "short" });
+    expect(await busy).toMatchObject({ ok: true, value: "busy done" });
+    await sandbox.dispose();
   });
 
   it("queuedRunsPerWorker 0 places every run at once, as before the line existed", async () => {
