@@ -27,6 +27,20 @@ async function startBusy(ms: number): Promise<{ busy: Promise<RunResult> }> {
   return { busy };
 }
 
+/**
+ * Two warm shared workers, one of them held by a busy guest for `ms`, long enough seen by
+ * the watchdog (every 20 ms) to count as held. `held` is its index in poolStats().
+ */
+async function holdOneOfTwoWorkers(queuedRunsPerWorker: number, ms: number): Promise<{ busy: Promise<RunResult>; held: number }> {
+  configurePool({ sharedWorkers: 2, queuedRunsPerWorker });
+  await Promise.all([runScript("export default () => 1"), runScript("export default () => 1")]);
+  const { busy } = await startBusy(ms);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const inFlight = poolStats().inFlightPerSharedWorker;
+  expect([...inFlight].sort()).toEqual([0, 1]);
+  return { busy, held: inFlight.indexOf(1) };
+}
+
 describe("RunAdmission", () => {
   it("admits while there is room, then first come first served; a cancelled place is given up, a cancelled admission given back", async () => {
     let room = 1;
@@ -119,14 +133,7 @@ describe("the line of one-shot runs", () => {
   });
 
   it("while a long guest holds one worker, new runs go to the other one, even when it has many runs waiting on timers", async () => {
-    configurePool({ sharedWorkers: 2, queuedRunsPerWorker: 8 });
-    await Promise.all([runScript("export default () => 1"), runScript("export default () => 1")]);
-    const { busy } = await startBusy(2000);
-    // Long enough for the watchdog (every 20 ms) to see the guest hold its worker.
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const inFlight = poolStats().inFlightPerSharedWorker;
-    expect([...inFlight].sort()).toEqual([0, 1]);
-    const held = inFlight.indexOf(1);
+    const { busy, held } = await holdOneOfTwoWorkers(8, 2000);
     let mostOnHeld = 0;
     const sampler = setInterval(() => (mostOnHeld = Math.max(mostOnHeld, poolStats().inFlightPerSharedWorker[held] ?? 0)), 2);
     // One after another, so each is placed knowing where the earlier ones went. Those on
@@ -147,13 +154,7 @@ describe("the line of one-shot runs", () => {
   });
 
   it("a run from the line goes to a worker with room, even one with more queued work than a held worker shows", async () => {
-    configurePool({ sharedWorkers: 2, queuedRunsPerWorker: 64 });
-    await Promise.all([runScript("export default () => 1"), runScript("export default () => 1")]);
-    const { busy } = await startBusy(2500);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const inFlight = poolStats().inFlightPerSharedWorker;
-    expect([...inFlight].sort()).toEqual([0, 1]);
-    const held = inFlight.indexOf(1);
+    const { busy, held } = await holdOneOfTwoWorkers(64, 2500);
     // A sandbox of its own on the free worker, with 40 short runs queued there: that worker
     // keeps working (no guest holds it 20 ms) but shows 40 queued, the held one ~10-12.
     const sandbox = await createSandbox();
