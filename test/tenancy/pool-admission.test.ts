@@ -172,6 +172,37 @@ describe("the line of one-shot runs", () => {
     await sandbox.dispose();
   });
 
+  it("a full line of runs that fail every way, behind a hog the watchdog stops: each ends as it should, none hangs, the line empties", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1 });
+    const hog = runScript(`const s = "a".repeat(1 << 24); export default () => { let n = 0; for (let i = 0; i < 200; i++) n += s.indexOf("b"); return n }`, { limits: { cpuTimeMs: 100 } });
+    const kinds = async (i: number): Promise<string> => {
+      switch (i % 5) {
+        case 0:
+          return failure(await runScript("export default ( => 1")).kind;
+        case 1:
+          return runScript("export default () => 1", { bogus: 1 } as never).then(
+            () => "resolved",
+            (error: Error) => error.name,
+          );
+        case 2:
+          return failure(await runScript("export default () => 1", { signal: AbortSignal.timeout(30) })).kind;
+        case 3:
+          return failure(await runScript("export default () => 1", { queueTimeoutMs: 20 })).kind;
+        default: {
+          const result = await runScript("export default (x) => x", { input: i });
+          return result.ok ? `ok ${String(result.value)}` : result.error.kind;
+        }
+      }
+    };
+    const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) => kinds(i)));
+    expect(failure(await hog).kind).toBe("cpu");
+    outcomes.forEach((outcome, i) => expect(outcome).toBe(["syntax", "TypeError", "aborted", "queue-timeout", `ok ${i}`][i % 5]));
+    expect(poolStats().waitingRuns).toBe(0);
+    // And the line still admits.
+    const after = await Promise.all(Array.from({ length: 5 }, (_, i) => runScript("export default (x) => x", { input: i })));
+    after.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
+  });
+
   it("queuedRunsPerWorker 0 places every run at once, as before the line existed", async () => {
     configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 0 });
     let mostWaiting = 0;
