@@ -21,7 +21,15 @@ export const toWellFormed = (s: string): string => (s as string & { toWellFormed
 
 /** "UTF-8 encode": a string to bytes, lone surrogates as U+FFFD. */
 export function utf8Encode(input: string): Uint8Array {
-  if (input.length > HOST_ENCODE_THRESHOLD) return new Uint8ArrayCtor(bridge.utf8Encode(jsonStringify(input)));
+  if (input.length > HOST_ENCODE_THRESHOLD) {
+    // A bridge call first, before the native JSON.stringify (~1 ms per 256 KiB, which the
+    // engine's interrupt never breaks into): past the CPU limit every bridge call is refused
+    // at once, so a catch-all loop of large encodes turns cheap and the engine's own
+    // interrupt check stops it. Without it, such a loop ran ~1,000 costly iterations between
+    // two checks and only the watchdog's hard stop ended it.
+    bridge.performanceNow();
+    return new Uint8ArrayCtor(bridge.utf8Encode(jsonStringify(input)));
+  }
   const binary = nativeUnescape(nativeEncodeURIComponent(toWellFormed(input)));
   const length = binary.length;
   const bytes = new Uint8ArrayCtor(length);

@@ -22,6 +22,9 @@ import { randomBytes } from "node:crypto";
 import { NetworkPolicyError } from "../net/policy.js";
 import { asBuffer, concatOwned } from "./bytes.js";
 import { echoPatterns } from "./echoForms.js";
+
+/** How much of an unknown secret name an error message quotes. */
+const MAX_QUOTED_NAME = 64;
 import { PatternSet, findEchoes, mergeSpans, type ScanSource } from "./echoScanner.js";
 
 export interface SecretSpec {
@@ -80,10 +83,19 @@ export class SecretStore {
     return this.#secrets.length;
   }
 
+  /** The longest secret name (0 without secrets): a longer one names none, unread. */
+  get longestName(): number {
+    let longest = 0;
+    for (const name of this.#byName.keys()) longest = Math.max(longest, name.length);
+    return longest;
+  }
+
   /** What the guest's secret(name) returns. Throws a TypeError for unknown names. */
   placeholder(name: string): string {
     const secret = this.#byName.get(name);
-    if (!secret) throw new TypeError(`secret(${JSON.stringify(String(name))}): no such secret`);
+    // A name quoted whole made the message, and the scan of guest-bound messages for secret
+    // echoes, as large as the name: quote a prefix.
+    if (!secret) throw new TypeError(`secret(${JSON.stringify(String(name).slice(0, MAX_QUOTED_NAME))}${name.length > MAX_QUOTED_NAME ? "…" : ""}): no such secret`);
     return secret.placeholder;
   }
 

@@ -120,6 +120,11 @@ export class SandboxFetchTransport {
     this.stats.fetches = 0;
   }
 
+  /** The longest secret name this sandbox has (see SecretStore.longestName). */
+  longestSecretName(): number {
+    return this.#secrets.longestName;
+  }
+
   /** What the guest's secret(name) returns; throws a TypeError for an unknown name. */
   secretPlaceholder(name: string): string {
     return this.#secrets.placeholder(name);

@@ -14,10 +14,15 @@ const FLOODS: Record<string, string> = {
   "microtask loop": `const loop = () => queueMicrotask(loop); loop(); export default () => 1`,
   "await loop": `export default async () => { for (;;) await null }`,
   "promise chain with a pending main promise": `const f = () => Promise.resolve().then(f); f(); export default () => new Promise(() => {})`,
-  // Each call reads a 1 MB argument and echoes it in an error: far more host work per
-  // iteration than QuickJS's interrupt polling assumes (the bridge checks the deadline).
-  "costly bridge calls in a catch-all loop": `import { secret } from "runtime";
+  // Each call hands the bridge a 1 MB name (refused unread: it is longer than every
+  // secret's name; read and echoed whole, it cost ~9 ms a call, and the loop overshot).
+  "huge bridge arguments in a catch-all loop": `import { secret } from "runtime";
     export default () => { const big = "x".repeat(1 << 20); for (;;) { try { secret(big) } catch {} } }`,
+  // Each encode is ~5 ms of native work and host work, far more per iteration than
+  // QuickJS's interrupt polling assumes: past the limit the bridge refuses every call,
+  // and the encoder asks it before its costly part (without that, the watchdog's hard
+  // stop ended this loop).
+  "costly bridge calls in a catch-all loop": `export default () => { const big = "x".repeat(1 << 18); const encoder = new TextEncoder(); for (;;) { try { encoder.encode(big) } catch {} } }`,
 };
 
 describe("floods stopped by the interrupt beside bystanders", () => {

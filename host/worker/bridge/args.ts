@@ -10,6 +10,21 @@ export function stringArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined
   return ctx.getString(handle);
 }
 
+/**
+ * A string of at most `maxLength` characters; a longer one is refused by `tooLong(length)`
+ * without being copied out of the guest (copying 1 MiB costs ~4 ms, beyond the reach of
+ * the CPU limit's checks). The length is the string primitive's own, read by the engine:
+ * no guest-defined accessor runs.
+ */
+export function stringArgUpTo(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string, maxLength: number, tooLong: (length: number) => Error): string {
+  if (handle === undefined || ctx.typeof(handle) !== "string") throw new BridgeArgumentError(`${what} must be a string`);
+  const lengthHandle = ctx.getProp(handle, "length");
+  const length = ctx.getNumber(lengthHandle);
+  lengthHandle.dispose();
+  if (length > maxLength) throw tooLong(length);
+  return ctx.getString(handle);
+}
+
 /** A string, or null for null/undefined. */
 export function optionalStringArg(ctx: QuickJSContext, handle: QuickJSHandle | undefined, what: string): string | null {
   const type = handle === undefined ? "undefined" : ctx.typeof(handle);

@@ -1,7 +1,7 @@
 // The `runtime` and `cloud` modules' host side: env values, secret placeholders (never
 // values), and the cloud client's configuration (placeholders again).
 import type { Realm } from "../realm.js";
-import { stringArg } from "./args.js";
+import { stringArgUpTo } from "./args.js";
 import type { BridgeFunctions } from "./index.js";
 
 export function runtimeFunctions(realm: Realm): BridgeFunctions {
@@ -11,8 +11,11 @@ export function runtimeFunctions(realm: Realm): BridgeFunctions {
       return realm.newGuestString(JSON.stringify(realm.services.config().env), "env");
     },
     secret(nameHandle) {
-      const name = stringArg(ctx, nameHandle, "secret name");
-      return realm.newGuestString(realm.services.transport().secretPlaceholder(name));
+      const transport = realm.services.transport();
+      // A name longer than every secret's names none: refused unread (a loop of
+      // secret(hugeString) calls cost ~9 ms each, overshooting its CPU limit by that much).
+      const name = stringArgUpTo(ctx, nameHandle, "secret name", transport.longestSecretName(), (length) => new TypeError(`secret(<a name of ${length} characters>): no such secret`));
+      return realm.newGuestString(transport.secretPlaceholder(name));
     },
     cloudConfig() {
       const cloud = realm.services.config().cloud;

@@ -70,6 +70,17 @@ describe("placeholders", () => {
     expect(transport().secretPlaceholder("API_TOKEN")).not.toBe(placeholder);
     expect(() => t.secretPlaceholder("NOPE")).toThrow(TypeError);
     expect(() => t.secretPlaceholder("NOPE")).toThrow('secret("NOPE"): no such secret');
+    // A long unknown name is quoted in part: the message (and its scan for echoes) stays small.
+    expect(() => t.secretPlaceholder("N".repeat(5000))).toThrow(`secret("${"N".repeat(64)}"…): no such secret`);
+  });
+
+  test("the guest's secret() refuses a name longer than every secret's name without reading it", async () => {
+    const { runScript } = await import("scriptbox");
+    const result = await runScript(
+      `import { secret } from "runtime"; export default () => { try { secret("x".repeat(1 << 20)); return "no error" } catch (e) { return e.name + ": " + e.message } }`,
+      { secrets: { API_TOKEN: { value: "k7Hq2Lm9Xw4Rt8Pz3Nv6", origins: ["https://a.example"] } } },
+    );
+    expect(result).toMatchObject({ ok: true, value: "TypeError: secret(<a name of 1048576 characters>): no such secret" });
   });
 
   test.each([
