@@ -131,6 +131,13 @@ export class WorkerConnection {
   readonly slots: ActivationSlots;
   /** Slots of activations in flight (see stop). */
   private readonly liveSlots = new Set<number>();
+  /**
+   * The ones that came through the line of one-shot runs: only they count against its room
+   * (roomForRuns). Counting the runs and calls of createSandbox sandboxes too, which never
+   * wait in line, let a service keeping 4 of them queued on every worker hold runScript in
+   * line for seconds (found by review).
+   */
+  private readonly lineSlots = new Set<number>();
   /** The worker thread's CPU clock once it told its id; wall time until then or off Linux. */
   private clock: ThreadClock = threadClock(null);
   private watched: WatchedEntry | null = null;
@@ -200,8 +207,10 @@ export class WorkerConnection {
    * Sends a run, load or call with a shared slot of its own (host/activation-slots.ts):
    * the caller can stop it and learn whether it had effects, even if the worker is lost.
    */
-  activate<T>(request: ActivationRequest): { slot: number; reply: Promise<T> } {
+  activate<T>(request: ActivationRequest, fromLine = false): { slot: number; reply: Promise<T> } {
     const slot = this.lost ? NO_SLOT : this.slots.allocate();
+    // Slots are given back when the reply settles (or the worker is lost): forgotten then too.
+    if (fromLine && slot !== NO_SLOT) this.lineSlots.add(slot);
     return { slot, reply: this.send<T>({ ...request, slot }, slot) };
   }
 
@@ -277,23 +286,26 @@ export class WorkerConnection {
    * holds up everything queued behind it).
    */
   queuedWork(nowEpochMs: number): number {
-    return this.unstartedActivations() + Math.floor(this.stuckMs(nowEpochMs) / 10);
+    // One more while a guest entry runs at all: the watchdog sees an entry only at its next
+    // tick (every 20 ms), and until then a busy worker looked as empty as an idle one.
+    const running = this.watchdog[WATCHDOG_FIELDS.entry]! % 2 === 1 && this.watchdog[WATCHDOG_FIELDS.sandboxId] !== 0 ? 1 : 0;
+    return this.unstartedActivations(this.liveSlots) + running + Math.floor(this.stuckMs(nowEpochMs) / 10);
   }
 
   /**
    * How many more one-shot runs this worker can take (host/run-admission.ts): none while
    * its current guest has run for MOVE_QUEUED_AFTER_MS or more, else `perWorker` minus the
-   * activations waiting here to start.
+   * one-shot runs from the line waiting here to start.
    */
   roomForRuns(nowEpochMs: number, perWorker: number): number {
     if (this.lost || this.stuckMs(nowEpochMs) >= MOVE_QUEUED_AFTER_MS) return 0;
-    return Math.max(0, perWorker - this.unstartedActivations());
+    return Math.max(0, perWorker - this.unstartedActivations(this.lineSlots));
   }
 
-  /** Activations sent here that the worker has not started (nor been told to skip). */
-  private unstartedActivations(): number {
+  /** Activations among `slots` sent here that the worker has not started (nor been told to skip). */
+  private unstartedActivations(slots: Set<number>): number {
     let count = 0;
-    for (const slot of this.liveSlots) if (this.slots.isQueued(slot)) count++;
+    for (const slot of slots) if (this.slots.isQueued(slot)) count++;
     return count;
   }
 
@@ -367,6 +379,7 @@ export class WorkerConnection {
     if (pending.activation) {
       this.activations--;
       this.liveSlots.delete(pending.slot);
+      this.lineSlots.delete(pending.slot);
       this.slots.release(pending.slot);
       // Room for a one-shot run waiting in the embedder, maybe.
       this.pool.runAdmission.wake();

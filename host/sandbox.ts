@@ -151,7 +151,8 @@ export class Sandbox {
     // A one-shot sandbox finds its home at its run, once the script is prepared: it joins
     // the line of one-shot runs ready to be sent (a run still being transpiled or bundled
     // would hold a place that ready runs behind it could use).
-    if (!oneShot) {
+    // (An isolated one-shot sandbox waits in no line: its dedicated worker is sought at once.)
+    if (!oneShot || sandbox.#isolate) {
       sandbox.#homeReady = sandbox.#findHome();
       sandbox.#homeReady.catch(() => undefined);
     }
@@ -412,7 +413,7 @@ export class Sandbox {
         hostCalls?.end();
         hostCalls = this.#hostModules.begin(home.connection.hostCalls, filename, runModules);
         const request = { ...body, sandboxId: this.#id, slot: -1, ...(hostCalls.hostCalls ? { hostCalls: hostCalls.hostCalls } : {}) } as ActivationRequest;
-        const { slot, reply } = home.connection.activate<ActivationOutcome | null>(request);
+        const { slot, reply } = home.connection.activate<ActivationOutcome | null>(request, this.#admission !== null);
         // Now in the worker's queue, where the line of one-shot runs counts it.
         this.#admission?.placed();
         current = { connection: home.connection, slot };

@@ -203,6 +203,32 @@ describe("the line of one-shot runs", () => {
     after.forEach((result, i) => expect(result).toMatchObject({ ok: true, value: i }));
   });
 
+  it("runs of createSandbox sandboxes queued on every worker do not hold runScript in line (only line runs count against the room)", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 4 });
+    await runScript("export default () => 'warm'");
+    const sandbox = await createSandbox();
+    let stop = false;
+    let done = 0;
+    // Ten runs of 3 ms always in flight on the one worker: six or more queued there at any time.
+    const pump = async () => {
+      while (!stop) {
+        await sandbox.run("export default () => { const end = Date.now() + 3; while (Date.now() < end); }");
+        done++;
+      }
+    };
+    const pumps = Array.from({ length: 10 }, pump);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const before = done;
+    const result = await runScript("export default () => 'got in'", { queueTimeoutMs: 3000 });
+    stop = true;
+    await Promise.all(pumps);
+    // Counted against the room, those runs kept it at 0: this run waited in line until its
+    // queueTimeoutMs while thousands of them went through.
+    expect(result).toMatchObject({ ok: true, value: "got in" });
+    expect(done - before).toBeLessThan(500);
+    await sandbox.dispose();
+  });
+
   it("queuedRunsPerWorker 0 places every run at once, as before the line existed", async () => {
     configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 0 });
     let mostWaiting = 0;
