@@ -38,7 +38,13 @@ async function scenario(name, total) {
   const hostileShare = name.endsWith("hostile") ? 0.1 : 0;
   const isolate = name.startsWith("isolate");
   // TENANCY_QUEUED_RUNS=<n> sets queuedRunsPerWorker (0: every run placed at once, as before it existed).
-  configurePool(process.env.TENANCY_QUEUED_RUNS === undefined ? {} : { queuedRunsPerWorker: Number(process.env.TENANCY_QUEUED_RUNS) });
+  // TENANCY_SHARED_WORKERS=<n> sets sharedWorkers (to compare pool sizes);
+  // TENANCY_DEMOTED_WORKERS=0 turns the demotion of scripts that held a worker off.
+  const pool = {};
+  if (process.env.TENANCY_DEMOTED_WORKERS !== undefined) pool.demotedWorkers = Number(process.env.TENANCY_DEMOTED_WORKERS);
+  if (process.env.TENANCY_QUEUED_RUNS !== undefined) pool.queuedRunsPerWorker = Number(process.env.TENANCY_QUEUED_RUNS);
+  if (process.env.TENANCY_SHARED_WORKERS !== undefined) pool.sharedWorkers = Number(process.env.TENANCY_SHARED_WORKERS);
+  configurePool(pool);
   // Warm-up outside the measurement: the workers' start belongs to process start.
   await Promise.all(Array.from({ length: 4 }, (_, i) => runScript(ORDINARY, { input: i, limits: LIMITS, isolate })));
   const every = hostileShare > 0 ? Math.round(1 / hostileShare) : Infinity;

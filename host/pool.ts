@@ -18,6 +18,7 @@ import { threadClock, type ThreadClock } from "./thread-cpu.js";
 import { HostCallServer } from "./host-modules/call-server.js";
 import { AdaptivePoll } from "./adaptive-poll.js";
 import { RunAdmission } from "./run-admission.js";
+import { HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
 
 /**
  * How much CPU time past its deadline a guest may spend (in native code that ignores the
@@ -60,6 +61,11 @@ export interface PoolOptions {
    * limit (each is placed at once). Default 4.
    */
   queuedRunsPerWorker: number;
+  /**
+   * Workers, at the lowest OS priority, for one-shot runs of scripts that recently held a
+   * shared worker for long (host/run-demotion.ts). 0: no demotion. Default: one per core, at most 4.
+   */
+  demotedWorkers: number;
 }
 
 export function defaultPoolOptions(): PoolOptions {
@@ -70,6 +76,7 @@ export function defaultPoolOptions(): PoolOptions {
     maxIsolatedWorkers: Math.max(2, Math.min(16, 2 * cores)),
     idleIsolatedWorkers: 2,
     queuedRunsPerWorker: 4,
+    demotedWorkers: Math.max(1, Math.min(4, cores)),
   };
 }
 
@@ -79,6 +86,7 @@ const POOL_BOUNDS: Record<keyof PoolOptions, [number, number]> = {
   maxIsolatedWorkers: [1, 1024],
   idleIsolatedWorkers: [0, 1024],
   queuedRunsPerWorker: [0, 1024],
+  demotedWorkers: [0, 64],
 };
 
 export function resolvePoolOptions(input: unknown, base: PoolOptions): PoolOptions {
@@ -122,6 +130,10 @@ interface WatchedEntry {
   entry: number;
   /** When the watchdog first saw this entry. */
   seenAt: number;
+  /** The worker thread's clock then (ThreadClock.nowNs). */
+  clockAtSeenNs: number;
+  /** Its sandbox was told the entry held the worker for long (onHeld). */
+  heldReported: boolean;
 }
 
 export class WorkerConnection {
@@ -146,6 +158,7 @@ export class WorkerConnection {
   private readonly pending = new Map<number, Pending>();
   private readonly logListeners = new Map<number, (entry: LogEntry) => void>();
   private readonly disposeListeners = new Map<number, (reason: string) => void>();
+  private readonly heldListeners = new Map<number, () => void>();
   private nextId = 1;
   /** Runs, loads and calls sent and not answered yet: the queue placement compares. */
   activations = 0;
@@ -154,7 +167,7 @@ export class WorkerConnection {
    * of sandboxes that hold no state in this worker); each callback tries to withdraw its
    * run and send it elsewhere. Registered and removed by host/sandbox.ts.
    */
-  readonly movable = new Set<() => void>();
+  readonly movable = new Set<(roomElsewhere: boolean) => void>();
   sandboxCount = 0;
   lost: WorkerLostError | null = null;
   /** Runs the host functions this worker's guests call (host modules). */
@@ -167,7 +180,16 @@ export class WorkerConnection {
   /** Someone waits for `ready` (keepAliveUntilReady). */
   private holdUntilReady = false;
 
-  constructor(private readonly pool: WorkerPool, readonly dedicated: boolean, warmPoolSize: number) {
+  /**
+   * `demoted`: a shared worker for the runs of demoted scripts (WorkerPool.acquireDemoted);
+   * its thread runs at the lowest OS priority.
+   */
+  constructor(
+    private readonly pool: WorkerPool,
+    readonly dedicated: boolean,
+    warmPoolSize: number,
+    readonly demoted = false,
+  ) {
     this.ready = new Promise<void>((resolve) => (this.markReady = resolve));
     const watchdog = new SharedArrayBuffer(WATCHDOG_BYTES);
     this.watchdog = new Float64Array(watchdog);
@@ -175,7 +197,7 @@ export class WorkerConnection {
     this.slots = new ActivationSlots(activationSlots);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    const init: WorkerInit = { port: port2, watchdog, activationSlots, warmPoolSize };
+    const init: WorkerInit = { port: port2, watchdog, activationSlots, warmPoolSize, lowPriority: demoted };
     // One file (scripts/build.mjs bundles the worker's ~60 modules): loading them one by one cost ~100 ms.
     this.worker = new Worker(new URL("./worker/entry.bundle.js", import.meta.url), {
       workerData: init,
@@ -273,6 +295,16 @@ export class WorkerConnection {
   onDisposed(sandboxId: number, listener: ((reason: string) => void) | null): void {
     if (listener) this.disposeListeners.set(sandboxId, listener);
     else this.disposeListeners.delete(sandboxId);
+  }
+
+  /**
+   * Tells a sandbox proxy that one of its guest entries has used HELD_WORKER_CPU_MS of the
+   * worker thread's CPU time (wall time without a per-thread clock) and still runs: its
+   * script holds the worker (host/run-demotion.ts). Once per entry, from the watchdog.
+   */
+  onHeld(sandboxId: number, listener: (() => void) | null): void {
+    if (listener) this.heldListeners.set(sandboxId, listener);
+    else this.heldListeners.delete(sandboxId);
   }
 
   get busy(): boolean {
@@ -405,14 +437,20 @@ export class WorkerConnection {
       return;
     }
     if (this.watched === null || this.watched.entry !== entry) {
-      this.watched = { entry, seenAt: nowEpochMs };
+      this.watched = { entry, seenAt: nowEpochMs, clockAtSeenNs: this.clock.nowNs(), heldReported: false };
       return;
     }
     // Sandbox 0 is the worker's own warm-up (idle work in slices of a few ms, which a
     // slow machine can stretch past MOVE_QUEUED_AFTER_MS): nothing to move away from.
     const warmingUp = this.watchdog[WATCHDOG_FIELDS.sandboxId] === 0;
-    if (!warmingUp && nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0 && this.pool.hasRoomElsewhere(this, nowEpochMs)) {
-      for (const move of [...this.movable]) move();
+    if (!warmingUp && !this.watched.heldReported && this.clock.nowNs() - this.watched.clockAtSeenNs >= HELD_WORKER_CPU_MS * 1e6) {
+      this.watched.heldReported = true;
+      this.heldListeners.get(this.watchdog[WATCHDOG_FIELDS.sandboxId]!)?.();
+    }
+    if (!warmingUp && nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0) {
+      // A run of a demoted script moves to a demoted worker even where no other has room.
+      const roomElsewhere = this.pool.hasRoomElsewhere(this, nowEpochMs);
+      for (const move of [...this.movable]) move(roomElsewhere);
     }
     // DEADLINE is 0 while the entry waits for a synchronous host call: that wait is not
     // watched for a hard stop (the waiter bounds it by the wall deadline itself).
@@ -464,6 +502,10 @@ interface IsolatedWaiter {
 
 export class WorkerPool {
   private readonly shared: WorkerConnection[] = [];
+  /** Shared workers for the runs of demoted scripts, at the lowest OS priority (acquireDemoted). */
+  private readonly demoted: WorkerConnection[] = [];
+  /** Which one-shot scripts run on the demoted workers; runs of a newly demoted one leave the line. */
+  readonly demotion = new RunDemotion(() => this.runAdmission.releaseLeavers());
   private readonly all = new Set<WorkerConnection>();
   /** Dedicated workers alive (serving a sandbox or idle). */
   private isolatedAlive = 0;
@@ -499,15 +541,46 @@ export class WorkerPool {
    */
   configure(options: Partial<PoolOptions>): void {
     this.options = resolvePoolOptions(options, this.options);
-    while (this.shared.length > this.options.sharedWorkers) {
-      const emptiest = this.shared.reduce((a, b) => (b.sandboxCount < a.sandboxCount ? b : a));
-      this.shared.splice(this.shared.indexOf(emptiest), 1);
-      if (emptiest.sandboxCount === 0) emptiest.terminate();
-      else this.retiring.add(emptiest);
-    }
+    this.retireBeyond(this.shared, this.options.sharedWorkers);
+    this.retireBeyond(this.demoted, this.options.demotedWorkers);
     while (this.idleIsolated.length > this.options.idleIsolatedWorkers) this.idleIsolated.shift()!.terminate();
     this.wakeIsolatedWaiters();
     this.runAdmission.wake();
+  }
+
+  private retireBeyond(workers: WorkerConnection[], count: number): void {
+    while (workers.length > count) {
+      const emptiest = workers.reduce((a, b) => (b.sandboxCount < a.sandboxCount ? b : a));
+      workers.splice(workers.indexOf(emptiest), 1);
+      if (emptiest.sandboxCount === 0) emptiest.terminate();
+      else this.retiring.add(emptiest);
+    }
+  }
+
+  /** Whether one-shot runs of a script recorded under `key` go to the demoted workers (acquireDemoted). */
+  isDemoted(key: string): boolean {
+    return this.options.demotedWorkers > 0 && this.demotion.isDemoted(key);
+  }
+
+  /**
+   * A worker for a one-shot run of a demoted script: the demoted worker with the least
+   * queued work, or a new one while fewer than demotedWorkers run. No line: a run queued
+   * there holds up only other demoted runs, and the worker's low priority already keeps
+   * it from taking a core that an ordinary run needs.
+   */
+  acquireDemoted(): WorkerConnection {
+    const now = performance.timeOrigin + performance.now();
+    let connection: WorkerConnection | undefined;
+    for (const candidate of this.demoted) {
+      if (connection === undefined || candidate.queuedWork(now) < connection.queuedWork(now)) connection = candidate;
+    }
+    if (connection === undefined || (connection.queuedWork(now) > 0 && this.demoted.length < this.options.demotedWorkers)) {
+      connection = new WorkerConnection(this, false, this.options.warmSandboxesPerWorker, true);
+      this.demoted.push(connection);
+      this.all.add(connection);
+    }
+    connection.sandboxCount++;
+    return connection;
   }
 
   /**
@@ -623,7 +696,8 @@ export class WorkerPool {
 
   /** Whether a run queued on `connection` would wait for less on another shared worker. */
   hasRoomElsewhere(connection: WorkerConnection, nowEpochMs: number): boolean {
-    if (connection.dedicated) return false;
+    // A demoted run stays among the demoted workers (moving it to an ordinary one would undo its demotion).
+    if (connection.dedicated || connection.demoted) return false;
     if (this.shared.length < this.options.sharedWorkers) return true;
     const here = connection.queuedWork(nowEpochMs);
     return this.shared.some((other) => other !== connection && other.queuedWork(nowEpochMs) + 1 < here);
@@ -653,8 +727,10 @@ export class WorkerPool {
   forget(connection: WorkerConnection): void {
     this.retiring.delete(connection);
     if (!this.all.delete(connection)) return;
-    const index = this.shared.indexOf(connection);
-    if (index !== -1) this.shared.splice(index, 1);
+    for (const workers of [this.shared, this.demoted]) {
+      const index = workers.indexOf(connection);
+      if (index !== -1) workers.splice(index, 1);
+    }
     // A lost shared worker is replaced at the next placement: its room counts meanwhile.
     this.runAdmission.wake();
     if (connection.dedicated) {
@@ -696,6 +772,8 @@ export class WorkerPool {
       waitingForIsolated: this.isolatedWaiters.length,
       inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
       waitingRuns: this.runAdmission.waitingCount,
+      demoted: this.demoted.length,
+      demotedScripts: this.demotion.count,
     };
   }
 
@@ -704,6 +782,7 @@ export class WorkerPool {
     for (const connection of [...this.all]) connection.terminate();
     this.all.clear();
     this.shared.length = 0;
+    this.demoted.length = 0;
     this.retiring.clear();
     this.idleIsolated.length = 0;
     this.isolatedAlive = 0;
@@ -731,6 +810,10 @@ export interface PoolStats {
   inFlightPerSharedWorker: number[];
   /** One-shot runs (runScript) waiting in the embedder for room on a shared worker (queuedRunsPerWorker). */
   waitingRuns: number;
+  /** Demoted workers alive (demotedWorkers). */
+  demoted: number;
+  /** Scripts whose one-shot runs go to the demoted workers now (host/run-demotion.ts). */
+  demotedScripts: number;
 }
 
 export function poolStats(): PoolStats {

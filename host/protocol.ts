@@ -72,6 +72,8 @@ export interface WorkerInit {
   /** Shared per-activation slots (host/activation-slots.ts). */
   activationSlots: SharedArrayBuffer;
   warmPoolSize: number;
+  /** A demoted worker: the thread lowers its own OS scheduling priority to the lowest at start. */
+  lowPriority: boolean;
 }
 
 /**

@@ -21,7 +21,12 @@ export interface Admission {
 
 interface Waiter {
   admit(admission: Admission): void;
+  /** The run no longer needs room on a shared worker (its script was demoted meanwhile). */
+  leaves(): boolean;
 }
+
+/** Given to a run that leaves the line without taking room: nothing to give back. */
+const NO_ROOM_TAKEN: Admission = { placed: () => undefined };
 
 export class RunAdmission {
   private readonly waiting: Waiter[] = [];
@@ -42,11 +47,15 @@ export class RunAdmission {
     return this.waiting.length;
   }
 
-  /** Resolves once the run may be placed; `cancel` gives up the place (or the admission, if granted meanwhile). */
-  admit(): { admission: Promise<Admission>; cancel(): void } {
+  /**
+   * Resolves once the run may be placed; `cancel` gives up the place (or the admission, if
+   * granted meanwhile). `leaves`: checked at releaseLeavers(); once true, the run is let
+   * out at once with an admission that took no room (it goes to a demoted worker).
+   */
+  admit(leaves: () => boolean = () => false): { admission: Promise<Admission>; cancel(): void } {
     let granted: Admission | null = null;
     let cancelled = false;
-    const waiter: Waiter = { admit: () => undefined };
+    const waiter: Waiter = { admit: () => undefined, leaves };
     const admission = new Promise<Admission>((resolve) => {
       waiter.admit = (admission) => {
         granted = admission;
@@ -69,6 +78,14 @@ export class RunAdmission {
         (granted as Admission | null)?.placed();
       },
     };
+  }
+
+  /** Lets out the waiting runs that no longer need room (a script was just demoted: host/run-demotion.ts). */
+  releaseLeavers(): void {
+    for (const waiter of this.waiting.filter((waiter) => waiter.leaves())) {
+      this.waiting.splice(this.waiting.indexOf(waiter), 1);
+      waiter.admit(NO_ROOM_TAKEN);
+    }
   }
 
   /** Admits waiting runs while the workers have room (a run started or ended, a worker came free). */

@@ -22,6 +22,7 @@ import { disposedOutcome, evictedOutcome, hardStoppedOutcome, interruptedOutcome
 import { SandboxHostModules, type ActivationCalls } from "./host-modules/sandbox-modules.js";
 import type { DeclaredModules } from "./host-modules/declaration.js";
 import type { Admission } from "./run-admission.js";
+import { RunDemotion } from "./run-demotion.js";
 
 let nextSandboxId = 1;
 let nextPluginId = 1;
@@ -120,6 +121,11 @@ export class Sandbox {
   readonly #oneShot: boolean;
   /** Its place in that line once admitted; given back when the run is sent (or never will be). */
   #admission: Admission | null = null;
+  /**
+   * runScript's sandbox (not isolated): its script's key in the pool's record of demoted
+   * scripts. A demoted script's run goes to a demoted worker, not through the line.
+   */
+  readonly #demotionKey: string | null;
   readonly #plugins = new Set<Plugin>();
   /** Plugins whose realm went with a lost worker: calls on them end "evicted". */
   readonly #lostPlugins = new WeakSet<Plugin>();
@@ -127,9 +133,19 @@ export class Sandbox {
   #disposed: string | null = null;
   readonly #hostModules: SandboxHostModules;
 
-  private constructor(pool: WorkerPool, id: number, config: SandboxConfig, isolate: boolean, onLog: ((entry: LogEntry) => void) | null, hostModules: SandboxHostModules, oneShot: boolean) {
+  private constructor(
+    pool: WorkerPool,
+    id: number,
+    config: SandboxConfig,
+    isolate: boolean,
+    onLog: ((entry: LogEntry) => void) | null,
+    hostModules: SandboxHostModules,
+    oneShot: boolean,
+    demotionKey: string | null,
+  ) {
     this.#hostModules = hostModules;
     this.#oneShot = oneShot;
+    this.#demotionKey = demotionKey;
     this.#pool = pool;
     this.#id = id;
     this.#config = config;
@@ -138,13 +154,17 @@ export class Sandbox {
     this.#limits = config.limits;
   }
 
-  /** See createSandbox; `oneShot` (runScript): the sandbox's one run waits in the pool's line of one-shot runs. */
-  static async create(options: SandboxOptions = {}, pool: WorkerPool = sharedPool(), oneShot = false): Promise<Sandbox> {
+  /**
+   * See createSandbox; `oneShot` (runScript): the sandbox's one run waits in the pool's line
+   * of one-shot runs, or goes to a demoted worker if the script recorded under
+   * `demotionKey` is demoted (WorkerPool.acquireDemoted).
+   */
+  static async create(options: SandboxOptions = {}, pool: WorkerPool = sharedPool(), oneShot = false, demotionKey: string | null = null): Promise<Sandbox> {
     const config = resolveSandboxConfig(options as SandboxOptions & { engineVariant?: EngineVariantName });
     const id = nextSandboxId++;
     const hostModules = SandboxHostModules.declare(own(options as Record<string, unknown>, "modules"), id, config.limits.maxHostCallBytes);
     if (hostModules.manifest) config.hostModules = hostModules.manifest;
-    const sandbox = new Sandbox(pool, id, config, options.isolate === true, options.onLog ?? null, hostModules, oneShot);
+    const sandbox = new Sandbox(pool, id, config, options.isolate === true, options.onLog ?? null, hostModules, oneShot, oneShot && options.isolate !== true ? demotionKey : null);
     // Not awaited: the worker handles messages in order, so the first run is pipelined
     // behind the creation instead of waiting a round trip for it. An isolated sandbox may
     // wait here for a dedicated worker: that wait counts as its first run's queued time.
@@ -173,9 +193,10 @@ export class Sandbox {
         throw new SandboxDisposedError(this.#disposed);
       }
     } else {
-      if (this.#oneShot && this.#admission === null) {
+      let demoted = this.#isDemoted();
+      if (!demoted && this.#oneShot && this.#admission === null) {
         // Once only: a run that moves to another worker, or re-runs after losing one, keeps its place.
-        const wait = this.#pool.runAdmission.admit();
+        const wait = this.#pool.runAdmission.admit(() => this.#isDemoted());
         this.#homeWait = wait;
         this.#admission = await wait.admission;
         this.#homeWait = null;
@@ -183,16 +204,29 @@ export class Sandbox {
           this.#admission.placed();
           throw new SandboxDisposedError(this.#disposed);
         }
+        // An earlier run of the same script held its worker for long while this one waited.
+        demoted = this.#isDemoted();
+        if (demoted) {
+          this.#admission.placed();
+          this.#admission = null;
+        }
       }
-      connection = this.#pool.acquireShared(this.#oneShot);
+      connection = demoted ? this.#pool.acquireDemoted() : this.#pool.acquireShared(this.#oneShot);
     }
     connection.onLog(this.#id, this.#onLog);
     connection.onDisposed(this.#id, (reason) => this.#markDisposed(reason));
+    // Later runs of a script that holds its worker for long go apart, even those already waiting.
+    const demotionKey = this.#demotionKey;
+    if (demotionKey !== null) connection.onHeld(this.#id, () => this.#pool.demotion.recordHeld(demotionKey));
     const created = connection.request({ op: "create", sandboxId: this.#id, config: this.#config });
     created.catch(() => undefined);
     const home: Home = { connection, created, confirmed: false };
     this.#home = home;
     return home;
+  }
+
+  #isDemoted(): boolean {
+    return this.#demotionKey !== null && this.#pool.isDemoted(this.#demotionKey);
   }
 
   /** Leaves a home whose worker is gone (or at disposal); its plugins are lost with it. */
@@ -202,6 +236,7 @@ export class Sandbox {
     this.#homeReady = null;
     home.connection.onLog(this.#id, null);
     home.connection.onDisposed(this.#id, null);
+    home.connection.onHeld(this.#id, null);
     this.#pool.release(home.connection);
     for (const plugin of this.#plugins) this.#lostPlugins.add(plugin);
     this.#plugins.clear();
@@ -350,6 +385,7 @@ export class Sandbox {
     this.#home = null;
     home.connection.onLog(this.#id, null);
     home.connection.onDisposed(this.#id, null);
+    home.connection.onHeld(this.#id, null);
     if (!home.connection.dedicated) {
       // Not awaited: a shared worker forgets the sandbox as soon as the message arrives
       // (every later request to it finds it gone) and frees its engine when no run is
@@ -474,9 +510,11 @@ export class Sandbox {
   #movableWhileQueued(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean): { promise: Promise<"moved">; cancel(): void } {
     const connection = home.connection;
     if (!allowed || op !== "run" || connection.dedicated || slot < 0) return { promise: new Promise<"moved">(() => undefined), cancel: () => undefined };
-    let move!: () => void;
+    let move!: (roomElsewhere: boolean) => void;
     const promise = new Promise<"moved">((resolve) => {
-      move = () => {
+      move = (roomElsewhere) => {
+        // A run of a script demoted since it was sent goes to a demoted worker (#findHome).
+        if (!roomElsewhere && (home.connection.demoted || !this.#isDemoted())) return;
         if (this.#home !== home || this.#plugins.size > 0 || this.#inFlight.size !== 1) return;
         if (!connection.withdrawIfQueued(slot)) return;
         connection.movable.delete(move);
@@ -611,9 +649,15 @@ export async function runScript<T = unknown>(source: string, options: (SandboxOp
     if (key !== "modules" && (RUN_OPTION_KEYS as readonly string[]).includes(key)) runOptions[key] = value;
     else sandboxOptions[key] = value;
   }
-  const sandbox = await Sandbox.create(sandboxOptions as SandboxOptions, sharedPool(), true);
+  const pool = sharedPool();
+  // Scripts that held a shared worker for long last time run apart (host/run-demotion.ts).
+  // Not isolated ones: they have a worker of their own.
+  const demotionKey = typeof source === "string" && sandboxOptions.isolate !== true ? RunDemotion.keyOf(source) : null;
+  const sandbox = await Sandbox.create(sandboxOptions as SandboxOptions, pool, true, demotionKey);
   try {
-    return await sandbox.run<T>(source, runOptions as RunOptions);
+    const result = await sandbox.run<T>(source, runOptions as RunOptions);
+    if (demotionKey !== null) pool.demotion.recordRun(demotionKey, { cpuLimitReached: !result.ok && result.error.kind === "cpu", cpuTimeMs: result.stats.cpuTimeMs });
+    return result;
   } finally {
     await sandbox.dispose();
   }

@@ -4,6 +4,8 @@
 // they had no effect outside the sandbox yet, and end with kind "evicted" otherwise.
 //
 // One shared worker (configurePool) makes every ordinary run a bystander of every hog.
+// Demotion is off: with it, the same hog's next runs would go to a demoted worker of their
+// own and leave the bystanders alone (that is pool-demotion.test.ts).
 import { createServer, type Server } from "node:http";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -18,7 +20,7 @@ const NATIVE_HOG = `const s = "a".repeat(1 << 24); export default () => { let n 
 const HOG_LIMITS = { cpuTimeMs: 100 };
 
 beforeAll(() => {
-  configurePool({ sharedWorkers: 1 });
+  configurePool({ sharedWorkers: 1, demotedWorkers: 0 });
 });
 
 let server: Server;

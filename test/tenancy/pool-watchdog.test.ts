@@ -11,23 +11,31 @@
 // each runnable thread its share. With HOGS busy processes there, a worker gets at most
 // 1/(HOGS+1) of the CPU, so a call of ~100-250 ms of CPU takes over a second of wall time
 // in every round, on an idle machine as on a loaded one.
+//
+// Demotion is off (demotedWorkers: 0): these are the shared workers' watchdog cases, and
+// a run of a script that held its worker would otherwise go to a demoted worker, whose
+// lowest priority starves it far longer (demoted workers: pool-demotion.test.ts).
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { configurePool, createSandbox, runScript, type RunResult } from "scriptbox";
 
-/** One guest entry: build a 16M-character string and search it (native work, ~100-250 ms of CPU). */
-const LONG_NATIVE_CALL = `export default () => "a".repeat(1 << 24).indexOf("b")`;
+/**
+ * One guest entry: build a 16M-character string and search it twice (native work, ~100 ms
+ * of CPU on a quick day, ~250 ms on a slow one; one search made ~70 ms on a quick day, too
+ * little to be starved past the wall grace below).
+ */
+const LONG_NATIVE_CALL = `export default () => { const s = "a".repeat(1 << 24); return Math.max(s.indexOf("b"), s.indexOf("c")) }`;
 const LIMITS = { cpuTimeMs: 600, wallTimeMs: 120_000 };
 /** A wall-clock watchdog's grace past the deadline (the fallback where there is no thread CPU clock). */
 const WALL_GRACE_MS = 500;
-const HOGS = 8;
+const HOGS = 16;
 
 const hogs: ChildProcess[] = [];
 const pin = (pid: number, cpus: string) => execFileSync("taskset", ["-a", "-p", "-c", cpus, String(pid)], { stdio: "ignore" });
 beforeAll(async () => {
   pin(process.pid, "0");
-  configurePool({ sharedWorkers: 2 });
+  configurePool({ sharedWorkers: 2, demotedWorkers: 0 });
   // Start both workers (pinned, as threads of this process) before the CPU gets crowded.
   await Promise.all([runScript("export default () => 1"), runScript("export default () => 1")]);
   for (let i = 0; i < HOGS; i++) hogs.push(spawn("taskset", ["-c", "0", process.execPath, "-e", "for (;;) {}"], { stdio: "ignore" }));

@@ -1,0 +1,164 @@
+// Demotion (host/run-demotion.ts): a one-shot script (runScript) that held a shared worker
+// for long (ran to its CPU limit, or used 50 ms of CPU time) runs next on a demoted
+// worker, whose thread has the lowest OS priority; runs of it still waiting in line leave
+// the line as soon as the watchdog sees one of its runs holding a worker, before it ends.
+import { readdirSync, readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { configurePool, hostSync, poolStats, runScript, type HostModules, type RunResult } from "scriptbox";
+import { DEMOTED_FOR_MS, HELD_WORKER_CPU_MS, RunDemotion } from "../../host/run-demotion.js";
+
+function failure(result: RunResult) {
+  if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result.value)}`);
+  return result.error;
+}
+
+/** Nice values of this process's threads (Linux: field 19 of /proc/self/task/<tid>/stat). */
+function threadNiceValues(): number[] {
+  return readdirSync("/proc/self/task").map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+    // The command name may hold spaces and parentheses: fields are counted after the last ")".
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+  });
+}
+
+/**
+ * A probe host function that records, when the guest calls it, how many runs are in
+ * flight on the ordinary shared workers: 0 means the calling guest runs elsewhere (on a
+ * demoted worker), since its own run would count there.
+ */
+function sharedInFlightProbe(): { modules: HostModules; seen: number[] } {
+  const seen: number[] = [];
+  const where = hostSync(() => {
+    seen.push(poolStats().inFlightPerSharedWorker.reduce((a, b) => a + b, 0));
+  });
+  return { modules: { probe: { where } }, seen };
+}
+
+describe("RunDemotion", () => {
+  it("demotes a script that reached its CPU limit or used HELD_WORKER_CPU_MS, for DEMOTED_FOR_MS after its last offence", () => {
+    let now = 1_000;
+    let demotions = 0;
+    const record = new RunDemotion(
+      () => demotions++,
+      () => now,
+    );
+    const loop = RunDemotion.keyOf("export default () => { for (;;) {} }");
+    const heavy = RunDemotion.keyOf("heavy");
+    const light = RunDemotion.keyOf("light");
+    expect(loop).not.toBe(heavy);
+    expect(RunDemotion.keyOf("heavy")).toBe(heavy);
+
+    record.recordRun(light, { cpuLimitReached: false, cpuTimeMs: HELD_WORKER_CPU_MS - 1 });
+    record.recordRun(loop, { cpuLimitReached: true, cpuTimeMs: 12 });
+    record.recordRun(heavy, { cpuLimitReached: false, cpuTimeMs: HELD_WORKER_CPU_MS });
+    expect([record.isDemoted(light), record.isDemoted(loop), record.isDemoted(heavy)]).toEqual([false, true, true]);
+    expect(record.count).toBe(2);
+    expect(demotions).toBe(2);
+
+    // A new offence extends the demotion; without one it ends.
+    now += DEMOTED_FOR_MS - 1;
+    record.recordHeld(heavy);
+    expect(record.isDemoted(loop)).toBe(true);
+    now += 1;
+    expect(record.isDemoted(loop)).toBe(false);
+    expect(record.isDemoted(heavy)).toBe(true);
+    now += DEMOTED_FOR_MS;
+    expect(record.isDemoted(heavy)).toBe(false);
+    expect(record.count).toBe(0);
+  });
+
+  it("remembers at most 4096 scripts, forgetting those whose last offence is oldest", () => {
+    const record = new RunDemotion();
+    for (let i = 0; i < 4097; i++) record.recordHeld(`script ${i}`);
+    expect(record.count).toBe(4096);
+    expect(record.isDemoted("script 0")).toBe(false);
+    expect(record.isDemoted("script 1")).toBe(true);
+    expect(record.isDemoted("script 4096")).toBe(true);
+  });
+});
+
+describe("demoted workers", () => {
+  const limits = { cpuTimeMs: 60, wallTimeMs: 10_000 };
+
+  it("a script that ran to its CPU limit runs next on a demoted worker at the lowest OS priority; other scripts do not", async () => {
+    configurePool({ sharedWorkers: 1, demotedWorkers: 1 });
+    const { modules, seen } = sharedInFlightProbe();
+    const loop = `import { where } from "probe"; export default () => { where(); for (;;) {} }`;
+    const ordinary = `import { where } from "probe"; export default (n) => { where(); return n * 2 }`;
+
+    expect((await runScript(ordinary, { input: 1, modules })).ok).toBe(true);
+    expect(threadNiceValues().filter((nice) => nice === 19)).toEqual([]);
+    expect(failure(await runScript(loop, { limits, modules })).kind).toBe("cpu");
+    expect(poolStats()).toMatchObject({ demoted: 0, demotedScripts: 1 });
+    expect(seen).toEqual([1, 1]);
+
+    // The loop again: on a demoted worker (started now), whose thread has nice 19.
+    expect(failure(await runScript(loop, { limits, modules })).kind).toBe("cpu");
+    expect(poolStats()).toMatchObject({ shared: 1, demoted: 1, demotedScripts: 1 });
+    expect(seen).toEqual([1, 1, 0]);
+    expect(threadNiceValues().filter((nice) => nice === 19)).toHaveLength(1);
+    // An ordinary script still runs on the shared worker, and its result is whole.
+    const result = await runScript(ordinary, { input: 21, modules });
+    expect(result.ok && result.value).toBe(42);
+    expect(seen).toEqual([1, 1, 0, 1]);
+  });
+
+  it("runs of a script waiting behind one of its runs (in line, or queued on its worker) go to a demoted worker as soon as that run is seen holding the worker", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1 });
+    const demotedBefore = poolStats().demotedScripts;
+    const events: string[] = [];
+    const started = hostSync((n: unknown) => {
+      events.push(`started ${String(n)}`);
+    });
+    const modules = { probe: { started } };
+    // Spins for 400 ms of CPU time: the watchdog sees it holding the worker after 50 ms.
+    const spin = `import { started } from "probe"; export default (n) => { started(n); for (;;) {} }`;
+    const first = runScript(spin, { input: 0, limits: { cpuTimeMs: 400, wallTimeMs: 10_000 }, modules }).then((result) => {
+      events.push("first ended");
+      return result;
+    });
+    while (!events.includes("started 0")) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Behind the first (one worker, room for one run): sent to the worker and queued there
+    // while the first is not yet seen holding it, in line after that.
+    const later = [1, 2].map((n) => runScript(spin, { input: n, limits, modules }));
+    // Both wait within a few ms (once prepared); the first needs 50 ms of CPU time to be seen holding the worker.
+    const waiting = () => poolStats().waitingRuns + poolStats().inFlightPerSharedWorker[0]! - 1;
+    const deadline = Date.now() + 1_000;
+    while (waiting() < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(waiting()).toBe(2);
+    expect(poolStats().demotedScripts).toBe(demotedBefore);
+    const results = await Promise.all([first, ...later]);
+    expect(results.map((result) => failure(result).kind)).toEqual(["cpu", "cpu", "cpu"]);
+    // Both later runs started while the first still held the only shared worker.
+    expect(events.indexOf("started 1")).toBeLessThan(events.indexOf("first ended"));
+    expect(events.indexOf("started 2")).toBeLessThan(events.indexOf("first ended"));
+    expect(poolStats()).toMatchObject({ waitingRuns: 0, demoted: 1 });
+  });
+
+  it("a native hog on a demoted worker is hard-stopped there; the other demoted runs on it end as they should", async () => {
+    configurePool({ sharedWorkers: 1, demotedWorkers: 1 });
+    const hog = `const s = "a".repeat(1 << 24); export default (n) => { if (n === 0) return "light"; let k = 0; for (let i = 0; i < 400; i++) k += s.indexOf("b"); return k }`;
+    const hogLimits = { cpuTimeMs: 50, wallTimeMs: 10_000 };
+    expect(failure(await runScript(hog, { input: 1, limits: hogLimits })).kind).toBe("cpu");
+    expect(poolStats().demotedScripts).toBeGreaterThanOrEqual(1);
+    // Now on the demoted worker: a hog and, behind it, light runs of the same script.
+    const results = await Promise.all([1, 0, 0, 0].map((n) => runScript(hog, { input: n, limits: hogLimits })));
+    expect(failure(results[0]!).kind).toBe("cpu");
+    for (const result of results.slice(1)) {
+      // Bystanders of the hard stop: re-run on a new worker, or told they were evicted.
+      if (result.ok) expect(result.value).toBe("light");
+      else expect(result.error.kind).toBe("evicted");
+    }
+    // The demoted worker that was terminated is replaced at need, and ordinary runs never noticed.
+    const ordinary = await runScript("export default () => 'fine'");
+    expect(ordinary.ok && ordinary.value).toBe("fine");
+  });
+
+  it("demotedWorkers: 0 turns demotion off: a script that ran to its limit stays on the shared workers", async () => {
+    configurePool({ sharedWorkers: 1, demotedWorkers: 0 });
+    const { modules, seen } = sharedInFlightProbe();
+    const loop = `import { where } from "probe"; export default () => { where(); for (;;) {} }`;
+    for (let i = 0; i < 2; i++) expect(failure(await runScript(loop, { limits, modules })).kind).toBe("cpu");
+    expect(seen).toEqual([1, 1]);
+  });
+});
