@@ -8,17 +8,18 @@
 // terminates a worker whose guest has used more CPU than that deadline allowed.
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { availableParallelism } from "node:os";
+import { randomFill } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { compiledEngineModule } from "./engine/wasm-binary.js";
 import { CALL_POLL_MS, type ActivationRequest, type WorkerInit, type WorkerMessage, type WorkerModules, type WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
 import { WATCHDOG_BYTES, WATCHDOG_FIELDS, WATCHDOG_REASON } from "./worker/guard.js";
 import { ActivationSlots, ACTIVATION_SLOTS_BYTES, NO_SLOT } from "./activation-slots.js";
-import { threadClock, type ThreadClock } from "./thread-cpu.js";
+import { currentThreadClock, threadClock, type ThreadClock } from "./thread-cpu.js";
 import { HostCallServer } from "./host-modules/call-server.js";
 import { AdaptivePoll } from "./adaptive-poll.js";
 import { RunAdmission } from "./run-admission.js";
-import { HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
+import { DEMOTED_FOR_MS, HELD_WORKER_CPU_MS, RunDemotion, type RunRecord } from "./run-demotion.js";
 
 /**
  * How much CPU time past its deadline a guest may spend (in native code that ignores the
@@ -44,6 +45,25 @@ const WORKER_STACK_MB = 16;
  * (see WorkerConnection.movable). Ordinary runs take a few ms; a loop runs to its limit.
  */
 const MOVE_QUEUED_AFTER_MS = 20;
+/** A demoted worker keeps one sandbox warm: it serves few runs, and starts at the lowest priority. */
+const DEMOTED_WARM_SANDBOXES = 1;
+/** Whether this platform gives each thread's CPU time (Linux /proc): demotion needs it (WorkerPool.demoting). */
+const THREAD_CPU_CLOCK = (() => {
+  const clock = currentThreadClock();
+  clock.close();
+  return clock.isCpu;
+})();
+
+/**
+ * Makes sure libuv's thread pool, which the whole process shares, was started by this
+ * thread. Threads inherit the nice value of the thread that creates them, and the pool
+ * starts at the first work queued from any thread: a demoted worker's fetch (dns.lookup)
+ * could otherwise start it at the lowest priority, for the embedder's fs, dns and crypto
+ * work too, for good (found by review). One byte of randomFill queues work on the pool.
+ */
+function startThreadPoolHere(): void {
+  randomFill(new Uint8Array(1), () => undefined);
+}
 
 /** Sizes of the worker pools (see configurePool and docs/architecture.md, "Tenancy"). */
 export interface PoolOptions {
@@ -66,6 +86,8 @@ export interface PoolOptions {
    * shared worker for long (host/run-demotion.ts). 0: no demotion. Default: one per core, at most 4.
    */
   demotedWorkers: number;
+  /** How long a script stays demoted after its last offence, in ms. Default 60,000. */
+  demotionMs: number;
 }
 
 export function defaultPoolOptions(): PoolOptions {
@@ -77,6 +99,7 @@ export function defaultPoolOptions(): PoolOptions {
     idleIsolatedWorkers: 2,
     queuedRunsPerWorker: 4,
     demotedWorkers: Math.max(1, Math.min(4, cores)),
+    demotionMs: DEMOTED_FOR_MS,
   };
 }
 
@@ -87,6 +110,7 @@ const POOL_BOUNDS: Record<keyof PoolOptions, [number, number]> = {
   idleIsolatedWorkers: [0, 1024],
   queuedRunsPerWorker: [0, 1024],
   demotedWorkers: [0, 64],
+  demotionMs: [1, 86_400_000],
 };
 
 export function resolvePoolOptions(input: unknown, base: PoolOptions): PoolOptions {
@@ -134,6 +158,8 @@ interface WatchedEntry {
   clockAtSeenNs: number;
   /** Its sandbox was told the entry held the worker for long (onHeld). */
   heldReported: boolean;
+  /** The worker thread's clock when the watchdog first saw the entry past its wall deadline. */
+  clockPastWallDeadlineNs?: number;
 }
 
 export class WorkerConnection {
@@ -414,7 +440,7 @@ export class WorkerConnection {
       this.lineSlots.delete(pending.slot);
       this.slots.release(pending.slot);
       // Room for a one-shot run waiting in the embedder, maybe.
-      this.pool.runAdmission.wake();
+      this.pool.wakeLines();
     }
   }
 
@@ -443,9 +469,15 @@ export class WorkerConnection {
     // Sandbox 0 is the worker's own warm-up (idle work in slices of a few ms, which a
     // slow machine can stretch past MOVE_QUEUED_AFTER_MS): nothing to move away from.
     const warmingUp = this.watchdog[WATCHDOG_FIELDS.sandboxId] === 0;
-    if (!warmingUp && !this.watched.heldReported && this.clock.nowNs() - this.watched.clockAtSeenNs >= HELD_WORKER_CPU_MS * 1e6) {
-      this.watched.heldReported = true;
-      this.heldListeners.get(this.watchdog[WATCHDOG_FIELDS.sandboxId]!)?.();
+    if (!warmingUp && !this.watched.heldReported) {
+      const sandboxId = this.watchdog[WATCHDOG_FIELDS.sandboxId]!;
+      const usedNs = this.clock.nowNs() - this.watched.clockAtSeenNs;
+      // Still the same entry after the clock read: the sandbox id read before it is that
+      // entry's, not one of another sandbox begun meanwhile (found by review).
+      if (usedNs >= HELD_WORKER_CPU_MS * 1e6 && this.watchdog[WATCHDOG_FIELDS.entry] === entry) {
+        this.watched.heldReported = true;
+        this.heldListeners.get(sandboxId)?.();
+      }
     }
     if (!warmingUp && nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0) {
       // A run of a demoted script moves to a demoted worker even where no other has room.
@@ -458,6 +490,7 @@ export class WorkerConnection {
     if (deadline === 0) return;
     const cpuDeadlineNs = this.watchdog[WATCHDOG_FIELDS.cpuDeadlineNs]!;
     let reason: "cpu" | "timeout" = this.watchdog[WATCHDOG_FIELDS.reason] === WATCHDOG_REASON.timeout ? "timeout" : "cpu";
+    if (this.clock.isCpu && nowEpochMs > deadline) this.watched.clockPastWallDeadlineNs ??= this.clock.nowNs();
     if (nowEpochMs <= deadline + HARD_STOP_GRACE_WALL_MS) {
       // The CPU limit, on the worker thread's own CPU clock (WatchdogSlot in
       // host/worker/guard.ts): a thread starved by a busy machine is not a spinning one.
@@ -466,6 +499,12 @@ export class WorkerConnection {
       if (cpuDeadlineNs === 0 || !this.clock.isCpu) return;
       if (this.clock.nowNs() <= cpuDeadlineNs + HARD_STOP_GRACE_CPU_MS * 1e6) return;
       reason = "cpu";
+    } else if (this.clock.isCpu && this.clock.nowNs() - this.watched.clockPastWallDeadlineNs! < HARD_STOP_GRACE_CPU_MS * 1e6) {
+      // Past the wall deadline and its grace, but stuck only if the thread ran on since the
+      // watchdog first saw it past the deadline. A thread starved of CPU (a demoted worker
+      // at the lowest priority on a busy machine) is not stuck: the interrupt ends its guest
+      // as soon as it runs. Terminating it cost every run queued there (found by review).
+      return;
     }
     const sandboxId = this.watchdog[WATCHDOG_FIELDS.sandboxId]!;
     this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason));
@@ -505,7 +544,12 @@ export class WorkerPool {
   /** Shared workers for the runs of demoted scripts, at the lowest OS priority (acquireDemoted). */
   private readonly demoted: WorkerConnection[] = [];
   /** Which one-shot scripts run on the demoted workers; runs of a newly demoted one leave the line. */
-  readonly demotion = new RunDemotion(() => this.runAdmission.releaseLeavers());
+  private readonly demotion = new RunDemotion(
+    () => this.options.demotionMs,
+    () => this.runAdmission.releaseLeavers(),
+  );
+  /** Retires idle demoted workers once no script is demoted (scheduled when one goes idle). */
+  private demotedRetireTimer: NodeJS.Timeout | null = null;
   private readonly all = new Set<WorkerConnection>();
   /** Dedicated workers alive (serving a sandbox or idle). */
   private isolatedAlive = 0;
@@ -523,9 +567,18 @@ export class WorkerPool {
   options: PoolOptions;
   /** One-shot runs waiting for room on a shared worker (host/run-admission.ts). */
   readonly runAdmission = new RunAdmission(
-    () => this.roomForRuns(),
+    () => this.roomForRuns(this.shared, this.options.sharedWorkers),
     // A run waits: the watchdog's tick re-checks the room (a worker's queued run started,
     // a long guest ended) even if no worker has a request in flight.
+    () => this.watch(),
+  );
+  /**
+   * The same line for the runs of demoted scripts, with the demoted workers' room: their
+   * queue stays bounded, and signal, queueTimeoutMs and dispose reach a waiting run in the
+   * embedder (sent at once, thousands of them once took every activation slot of one worker).
+   */
+  readonly demotedRunAdmission = new RunAdmission(
+    () => this.roomForRuns(this.demoted, this.options.demotedWorkers),
     () => this.watch(),
   );
 
@@ -545,7 +598,13 @@ export class WorkerPool {
     this.retireBeyond(this.demoted, this.options.demotedWorkers);
     while (this.idleIsolated.length > this.options.idleIsolatedWorkers) this.idleIsolated.shift()!.terminate();
     this.wakeIsolatedWaiters();
+    this.wakeLines();
+  }
+
+  /** Admits waiting one-shot runs where there is room now (a run started or ended, a worker came or went). */
+  wakeLines(): void {
     this.runAdmission.wake();
+    this.demotedRunAdmission.wake();
   }
 
   private retireBeyond(workers: WorkerConnection[], count: number): void {
@@ -557,30 +616,77 @@ export class WorkerPool {
     }
   }
 
+  /**
+   * Demotion needs demoted workers and a per-thread CPU clock: measured in wall time, a
+   * 50 ms synchronous host call, or any run on a busy machine, would "hold" a worker, and a
+   * demoted script's own starved runs would renew its demotion for as long as it lasted.
+   */
+  private get demoting(): boolean {
+    return this.options.demotedWorkers > 0 && THREAD_CPU_CLOCK;
+  }
+
   /** Whether one-shot runs of a script recorded under `key` go to the demoted workers (acquireDemoted). */
   isDemoted(key: string): boolean {
-    return this.options.demotedWorkers > 0 && this.demotion.isDemoted(key);
+    return this.demoting && this.demotion.isDemoted(key);
+  }
+
+  /** Demotion keys are worth computing (a digest of the source) only while demotion is on. */
+  get demotionOn(): boolean {
+    return this.demoting;
+  }
+
+  /** The watchdog saw a run of the script recorded under `key` holding its worker (host/run-demotion.ts). */
+  noteHeld(key: string): void {
+    if (this.demoting) this.demotion.recordHeld(key);
+  }
+
+  /** A run of the script recorded under `key` ended. */
+  noteRun(key: string, run: RunRecord): void {
+    if (this.demoting) this.demotion.recordRun(key, run);
   }
 
   /**
    * A worker for a one-shot run of a demoted script: the demoted worker with the least
-   * queued work, or a new one while fewer than demotedWorkers run. No line: a run queued
-   * there holds up only other demoted runs, and the worker's low priority already keeps
-   * it from taking a core that an ordinary run needs.
+   * queued work among those with room for it (runs come through demotedRunAdmission), or
+   * a new one while fewer than demotedWorkers run. A run queued there holds up only other
+   * demoted runs, and the worker's low priority keeps it from taking a core that an
+   * ordinary run needs.
    */
   acquireDemoted(): WorkerConnection {
     const now = performance.timeOrigin + performance.now();
-    let connection: WorkerConnection | undefined;
-    for (const candidate of this.demoted) {
-      if (connection === undefined || candidate.queuedWork(now) < connection.queuedWork(now)) connection = candidate;
-    }
-    if (connection === undefined || (connection.queuedWork(now) > 0 && this.demoted.length < this.options.demotedWorkers)) {
-      connection = new WorkerConnection(this, false, this.options.warmSandboxesPerWorker, true);
-      this.demoted.push(connection);
-      this.all.add(connection);
-    }
+    const perWorker = this.options.queuedRunsPerWorker;
+    const hasRoom = (candidate: WorkerConnection) => perWorker === 0 || candidate.roomForRuns(now, perWorker) > 0;
+    const leastQueued = (workers: WorkerConnection[]) =>
+      workers.reduce<WorkerConnection | undefined>((best, candidate) => (best === undefined || candidate.queuedWork(now) < best.queuedWork(now) ? candidate : best), undefined);
+    let connection = leastQueued(this.demoted.filter(hasRoom));
+    // A new one while fewer than demotedWorkers run and none is free.
+    if (this.demoted.length < this.options.demotedWorkers && (connection === undefined || connection.queuedWork(now) > 0)) connection = this.startDemoted();
+    // No room anywhere (a run that moved here keeps the admission it had): the least queued.
+    connection ??= leastQueued(this.demoted) ?? this.startDemoted();
     connection.sandboxCount++;
     return connection;
+  }
+
+  private startDemoted(): WorkerConnection {
+    if (this.demoted.length === 0) startThreadPoolHere();
+    const connection = new WorkerConnection(this, false, DEMOTED_WARM_SANDBOXES, true);
+    this.demoted.push(connection);
+    this.all.add(connection);
+    return connection;
+  }
+
+  /** Ends idle demoted workers once no script is demoted, checked when one goes idle. */
+  private scheduleDemotedRetirement(): void {
+    if (this.demotedRetireTimer !== null) return;
+    this.demotedRetireTimer = setTimeout(() => {
+      this.demotedRetireTimer = null;
+      if (this.demotion.count > 0) {
+        if (this.demoted.some((connection) => connection.sandboxCount === 0)) this.scheduleDemotedRetirement();
+        return;
+      }
+      for (const connection of this.demoted.filter((connection) => connection.sandboxCount === 0)) connection.terminate();
+    }, this.options.demotionMs);
+    this.demotedRetireTimer.unref();
   }
 
   /**
@@ -670,6 +776,7 @@ export class WorkerPool {
     if (connection.sandboxCount > 0 || connection.lost) return;
     if (!connection.dedicated) {
       if (this.retiring.delete(connection)) connection.terminate();
+      else if (connection.demoted) this.scheduleDemotedRetirement();
       return;
     }
     // An idle dedicated worker is kept for the next isolated sandbox (a new thread costs
@@ -683,14 +790,14 @@ export class WorkerPool {
     }
   }
 
-  /** How many more one-shot runs the shared workers can take now: see RunAdmission. */
-  private roomForRuns(): number {
+  /** How many more one-shot runs `workers` (at most `count` of them) can take now: see RunAdmission. */
+  private roomForRuns(workers: WorkerConnection[], count: number): number {
     const perWorker = this.options.queuedRunsPerWorker;
     if (perWorker === 0) return Infinity;
     const now = performance.timeOrigin + performance.now();
-    // Workers not started yet (at most sharedWorkers) will take their share too.
-    let room = perWorker * Math.max(0, this.options.sharedWorkers - this.shared.length);
-    for (const connection of this.shared) room += connection.roomForRuns(now, perWorker);
+    // Workers not started yet will take their share too.
+    let room = perWorker * Math.max(0, count - workers.length);
+    for (const connection of workers) room += connection.roomForRuns(now, perWorker);
     return room;
   }
 
@@ -732,7 +839,7 @@ export class WorkerPool {
       if (index !== -1) workers.splice(index, 1);
     }
     // A lost shared worker is replaced at the next placement: its room counts meanwhile.
-    this.runAdmission.wake();
+    this.wakeLines();
     if (connection.dedicated) {
       this.isolatedAlive--;
       const idle = this.idleIsolated.indexOf(connection);
@@ -748,13 +855,13 @@ export class WorkerPool {
       const now = performance.timeOrigin + performance.now();
       let busy = false;
       // A run started, or a guest has run long: the room for waiting one-shot runs changed.
-      this.runAdmission.wake();
+      this.wakeLines();
       for (const connection of this.all) {
         if (!connection.busy) continue;
         busy = true;
         connection.checkDeadline(now);
       }
-      if (!busy && this.runAdmission.waitingCount === 0 && this.watchdogTimer) {
+      if (!busy && this.runAdmission.waitingCount === 0 && this.demotedRunAdmission.waitingCount === 0 && this.watchdogTimer) {
         clearInterval(this.watchdogTimer);
         this.watchdogTimer = null;
       }
@@ -771,7 +878,7 @@ export class WorkerPool {
       idleIsolated: this.idleIsolated.length,
       waitingForIsolated: this.isolatedWaiters.length,
       inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
-      waitingRuns: this.runAdmission.waitingCount,
+      waitingRuns: this.runAdmission.waitingCount + this.demotedRunAdmission.waitingCount,
       demoted: this.demoted.length,
       demotedScripts: this.demotion.count,
     };
@@ -783,6 +890,8 @@ export class WorkerPool {
     this.all.clear();
     this.shared.length = 0;
     this.demoted.length = 0;
+    if (this.demotedRetireTimer !== null) clearTimeout(this.demotedRetireTimer);
+    this.demotedRetireTimer = null;
     this.retiring.clear();
     this.idleIsolated.length = 0;
     this.isolatedAlive = 0;
@@ -808,7 +917,7 @@ export interface PoolStats {
   waitingForIsolated: number;
   /** Runs, loads and calls sent to each shared worker and not answered yet. */
   inFlightPerSharedWorker: number[];
-  /** One-shot runs (runScript) waiting in the embedder for room on a shared worker (queuedRunsPerWorker). */
+  /** One-shot runs (runScript) waiting in the embedder for room on a shared or demoted worker (queuedRunsPerWorker). */
   waitingRuns: number;
   /** Demoted workers alive (demotedWorkers). */
   demoted: number;

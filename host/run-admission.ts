@@ -82,10 +82,16 @@ export class RunAdmission {
 
   /** Lets out the waiting runs that no longer need room (a script was just demoted: host/run-demotion.ts). */
   releaseLeavers(): void {
-    for (const waiter of this.waiting.filter((waiter) => waiter.leaves())) {
-      this.waiting.splice(this.waiting.indexOf(waiter), 1);
-      waiter.admit(NO_ROOM_TAKEN);
+    // One pass, keeping the others in order (splicing each out was quadratic: 20,000
+    // leavers blocked the embedder's thread for 136 ms, found by review).
+    const leavers: Waiter[] = [];
+    let kept = 0;
+    for (const waiter of this.waiting) {
+      if (waiter.leaves()) leavers.push(waiter);
+      else this.waiting[kept++] = waiter;
     }
+    this.waiting.length = kept;
+    for (const waiter of leavers) waiter.admit(NO_ROOM_TAKEN);
   }
 
   /** Admits waiting runs while the workers have room (a run started or ended, a worker came free). */

@@ -12,31 +12,47 @@
 // workers of their own whose threads run at the lowest OS priority. There they take only
 // the CPU nobody else wants, and hold up only each other.
 //
-// A script is known by a digest of its source text (not the text: a record of 10 MB
-// scripts would otherwise keep them all). Changing the text escapes the record; each new
-// text then costs what it cost before the record existed, once.
+// A script is known by the `tenant` its runScript call names (every script of that tenant
+// together: the tenant is the unit of trust, and a changed text escapes nothing), or else
+// by a digest of its source text (not the text: a record of 10 MB scripts would otherwise
+// keep them all). Without a tenant, changing the text escapes the record; each new text
+// then costs what it cost before the record existed, once. An offence is what a run did
+// to its worker, not how it ended: a run stopped at a 5 ms CPU limit held nothing up.
 import { createHash } from "node:crypto";
 
-/** A run that used this much guest CPU time held its worker for long (ordinary runs take a few ms). */
+/** A run whose guest used this much CPU time in one go held its worker for long (ordinary runs take a few ms). */
 export const HELD_WORKER_CPU_MS = 50;
-/** How long a script stays demoted after its last offence. */
+/** How long a script stays demoted after its last offence, by default (PoolOptions.demotionMs). */
 export const DEMOTED_FOR_MS = 60_000;
 /** Scripts remembered at most (the least recently offending are forgotten first). */
 const MAX_RECORDED_SCRIPTS = 4096;
 
+/** What a finished run tells about its script. */
+export interface RunRecord {
+  /** Guest CPU time the run used (stats.cpuTimeMs). */
+  cpuTimeMs: number;
+  /** Its own guest was hard-stopped: the watchdog terminated its worker to end it. */
+  hardStopped: boolean;
+}
+
 export class RunDemotion {
-  /** Digest → when its demotion ends (ms, performance.now()); in order of last offence. */
+  /** Key → when its demotion ends (ms, `now()`); in order of last offence. */
   private readonly demotedUntil = new Map<string, number>();
 
-  /** `onDemoted`: a script was demoted (again); runs of it waiting in line may leave it. */
+  /**
+   * `demotedForMs`: how long an offence demotes (read at each offence). `onDemoted`: a
+   * script that was not demoted now is; runs of it waiting in line may leave it.
+   */
   constructor(
+    private readonly demotedForMs: () => number = () => DEMOTED_FOR_MS,
     private readonly onDemoted: () => void = () => undefined,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** The key a script is recorded under. */
-  static keyOf(source: string): string {
-    return createHash("sha256").update(source).digest("base64");
+  /** The key a one-shot run is recorded under: its tenant's, else its source text's. */
+  static keyOf(source: string, tenant?: string): string {
+    if (tenant !== undefined) return `tenant:${tenant}`;
+    return `source:${createHash("sha256").update(source).digest("base64")}`;
   }
 
   /** Whether the script's runs go to the demoted workers now. */
@@ -48,21 +64,23 @@ export class RunDemotion {
     return false;
   }
 
-  /** Records a run's outcome: one that reached its CPU limit or held its worker for long demotes its script. */
-  recordRun(key: string, outcome: { cpuLimitReached: boolean; cpuTimeMs: number }): void {
-    if (outcome.cpuLimitReached || outcome.cpuTimeMs >= HELD_WORKER_CPU_MS) this.recordHeld(key);
+  /** Records a finished run: one that held its worker for long, or was hard-stopped, demotes its script. */
+  recordRun(key: string, run: RunRecord): void {
+    if (run.hardStopped || run.cpuTimeMs >= HELD_WORKER_CPU_MS) this.recordHeld(key);
   }
 
   /**
    * A run of the script holds its worker for long, as seen by the watchdog while it runs:
-   * runs of the same script still waiting in line go apart at once, not after it ends.
+   * runs of the same script still waiting go apart at once, not after it ends.
    */
   recordHeld(key: string): void {
+    const wasDemoted = this.isDemoted(key);
     // Deleted first so the map's order stays the order of last offence.
     this.demotedUntil.delete(key);
-    this.demotedUntil.set(key, this.now() + DEMOTED_FOR_MS);
+    this.demotedUntil.set(key, this.now() + this.demotedForMs());
     if (this.demotedUntil.size > MAX_RECORDED_SCRIPTS) this.demotedUntil.delete(this.demotedUntil.keys().next().value!);
-    this.onDemoted();
+    // Only a new demotion can release waiting runs (the line is scanned for them).
+    if (!wasDemoted) this.onDemoted();
   }
 
   /** Scripts demoted now (for poolStats). */

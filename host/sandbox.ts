@@ -15,13 +15,13 @@ import { checkPreparedMap, StackMapper } from "./source-map.js";
 import { prepareSource, ScriptImportError, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
 import { bundleEntryFile, bundleSource, type NamedModules } from "./bundle/bundle.js";
 import { SandboxDisposedError, ScriptError } from "./errors.js";
-import type { CallOptions, LoadOptions, LogEntry, RunOptions, RunResult, SandboxOptions } from "./types.js";
+import type { CallOptions, LoadOptions, LogEntry, RunOptions, RunResult, RunScriptOptions, SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
 import { formatBytes } from "./limits.js";
 import { disposedOutcome, evictedOutcome, hardStoppedOutcome, interruptedOutcome, type Interruption } from "./tenancy-outcomes.js";
 import { SandboxHostModules, type ActivationCalls } from "./host-modules/sandbox-modules.js";
 import type { DeclaredModules } from "./host-modules/declaration.js";
-import type { Admission } from "./run-admission.js";
+import type { Admission, RunAdmission } from "./run-admission.js";
 import { RunDemotion } from "./run-demotion.js";
 
 let nextSandboxId = 1;
@@ -194,22 +194,16 @@ export class Sandbox {
       }
     } else {
       let demoted = this.#isDemoted();
-      if (!demoted && this.#oneShot && this.#admission === null) {
-        // Once only: a run that moves to another worker, or re-runs after losing one, keeps its place.
-        const wait = this.#pool.runAdmission.admit(() => this.#isDemoted());
-        this.#homeWait = wait;
-        this.#admission = await wait.admission;
-        this.#homeWait = null;
-        if (this.#disposed !== null) {
-          this.#admission.placed();
-          throw new SandboxDisposedError(this.#disposed);
+      // Once only: a run that moves to another worker, or re-runs after losing one, keeps its place.
+      if (this.#oneShot && this.#admission === null) {
+        if (!demoted) {
+          const admission = await this.#waitInLine(this.#pool.runAdmission, () => this.#isDemoted());
+          // An earlier run of the same script was seen holding its worker while this one waited.
+          demoted = this.#isDemoted();
+          if (demoted) admission.placed();
+          else this.#admission = admission;
         }
-        // An earlier run of the same script held its worker for long while this one waited.
-        demoted = this.#isDemoted();
-        if (demoted) {
-          this.#admission.placed();
-          this.#admission = null;
-        }
+        if (demoted) this.#admission = await this.#waitInLine(this.#pool.demotedRunAdmission);
       }
       connection = demoted ? this.#pool.acquireDemoted() : this.#pool.acquireShared(this.#oneShot);
     }
@@ -217,12 +211,25 @@ export class Sandbox {
     connection.onDisposed(this.#id, (reason) => this.#markDisposed(reason));
     // Later runs of a script that holds its worker for long go apart, even those already waiting.
     const demotionKey = this.#demotionKey;
-    if (demotionKey !== null) connection.onHeld(this.#id, () => this.#pool.demotion.recordHeld(demotionKey));
+    if (demotionKey !== null) connection.onHeld(this.#id, () => this.#pool.noteHeld(demotionKey));
     const created = connection.request({ op: "create", sandboxId: this.#id, config: this.#config });
     created.catch(() => undefined);
     const home: Home = { connection, created, confirmed: false };
     this.#home = home;
     return home;
+  }
+
+  /** Waits in one of the pool's lines of one-shot runs (host/run-admission.ts); dispose, signal and queueTimeoutMs reach it there. */
+  async #waitInLine(line: RunAdmission, leaves?: () => boolean): Promise<Admission> {
+    const wait = line.admit(leaves);
+    this.#homeWait = wait;
+    const admission = await wait.admission;
+    this.#homeWait = null;
+    if (this.#disposed !== null) {
+      admission.placed();
+      throw new SandboxDisposedError(this.#disposed);
+    }
+    return admission;
   }
 
   #isDemoted(): boolean {
@@ -535,6 +542,7 @@ export class Sandbox {
       const limit = kind === "timeout" ? `wallTimeMs limit (${this.#limits.wallTimeMs} ms)` : `cpuTimeMs limit (${this.#limits.cpuTimeMs} ms)`;
       const outcome = hardStoppedOutcome(kind, limit);
       this.#markDisposed(outcome.sandboxDisposed!);
+      if (this.#demotionKey !== null) this.#pool.noteRun(this.#demotionKey, { cpuTimeMs: 0, hardStopped: true });
       return outcome;
     }
     // A bystander: the sandbox moves to a fresh worker at its next request.
@@ -639,24 +647,33 @@ export function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
  * options and the run's (RunOptions) in one object; resolves with a result for every
  * outcome, rejects only for bad arguments or options.
  */
-export async function runScript<T = unknown>(source: string, options: (SandboxOptions & RunOptions) | null = {}): Promise<RunResult<T>> {
+/** runScript's `tenant`: a name of 1-256 characters. */
+function checkTenant(value: unknown): string {
+  if (typeof value !== "string" || value.length === 0 || value.length > 256) throw new TypeError("runScript option tenant must be a string of 1 to 256 characters");
+  return value;
+}
+
+export async function runScript<T = unknown>(source: string, options: RunScriptOptions | null = {}): Promise<RunResult<T>> {
   if (options !== null && (typeof options !== "object" || Array.isArray(options))) throw new TypeError("runScript options must be an object");
   const sandboxOptions: Record<string, unknown> = {};
   const runOptions: Record<string, unknown> = {};
+  let tenant: string | undefined;
   for (const key of Object.keys(options ?? {})) {
     const value = (options as Record<string, unknown>)[key];
+    if (key === "tenant") tenant = checkTenant(value);
     // `modules` are the sandbox's: a one-shot sandbox has only the one run.
-    if (key !== "modules" && (RUN_OPTION_KEYS as readonly string[]).includes(key)) runOptions[key] = value;
+    else if (key !== "modules" && (RUN_OPTION_KEYS as readonly string[]).includes(key)) runOptions[key] = value;
     else sandboxOptions[key] = value;
   }
   const pool = sharedPool();
   // Scripts that held a shared worker for long last time run apart (host/run-demotion.ts).
   // Not isolated ones: they have a worker of their own.
-  const demotionKey = typeof source === "string" && sandboxOptions.isolate !== true ? RunDemotion.keyOf(source) : null;
+  const demotionKey = pool.demotionOn && typeof source === "string" && sandboxOptions.isolate !== true ? RunDemotion.keyOf(source, tenant) : null;
   const sandbox = await Sandbox.create(sandboxOptions as SandboxOptions, pool, true, demotionKey);
   try {
     const result = await sandbox.run<T>(source, runOptions as RunOptions);
-    if (demotionKey !== null) pool.demotion.recordRun(demotionKey, { cpuLimitReached: !result.ok && result.error.kind === "cpu", cpuTimeMs: result.stats.cpuTimeMs });
+    // A hard stop of its own guest was noted where it happened (#afterWorkerLost).
+    if (demotionKey !== null) pool.noteRun(demotionKey, { cpuTimeMs: result.stats.cpuTimeMs, hardStopped: false });
     return result;
   } finally {
     await sandbox.dispose();

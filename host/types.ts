@@ -160,6 +160,17 @@ export interface RunOptions extends CallOptions {
   sourceModules?: Record<string, { source: string; filename?: string }>;
 }
 
+/** runScript's options: the sandbox's and the run's in one object, and `tenant`. */
+export type RunScriptOptions = SandboxOptions &
+  RunOptions & {
+    /**
+     * Who the script belongs to (1-256 characters), for demotion: a one-shot script that
+     * holds its worker for long demotes every script of its tenant for a while, not only
+     * its own text (docs/architecture.md, "Tenancy"). Without it a script is known by its text.
+     */
+    tenant?: string;
+  };
+
 export interface LoadOptions extends CallOptions {
   filename?: string;
   /** As for RunOptions. */

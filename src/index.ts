@@ -16,6 +16,7 @@ export type {
   LogLevel,
   RunOptions,
   RunResult,
+  RunScriptOptions,
   RunStats,
   SandboxError,
   SandboxOptions,

@@ -35,35 +35,42 @@ function sharedInFlightProbe(): { modules: HostModules; seen: number[] } {
 }
 
 describe("RunDemotion", () => {
-  it("demotes a script that reached its CPU limit or used HELD_WORKER_CPU_MS, for DEMOTED_FOR_MS after its last offence", () => {
+  it("demotes a script whose run used HELD_WORKER_CPU_MS or was hard-stopped, for demotionMs after its last offence; a run ended at a small CPU limit held nothing up", () => {
     let now = 1_000;
     let demotions = 0;
     const record = new RunDemotion(
+      () => DEMOTED_FOR_MS,
       () => demotions++,
       () => now,
     );
     const loop = RunDemotion.keyOf("export default () => { for (;;) {} }");
-    const heavy = RunDemotion.keyOf("heavy");
+    const hog = RunDemotion.keyOf("hog");
     const light = RunDemotion.keyOf("light");
-    expect(loop).not.toBe(heavy);
-    expect(RunDemotion.keyOf("heavy")).toBe(heavy);
+    const stoppedEarly = RunDemotion.keyOf("stopped at 5 ms");
+    expect(loop).not.toBe(hog);
+    expect(RunDemotion.keyOf("hog")).toBe(hog);
+    // A tenant's key covers every text of that tenant.
+    expect(RunDemotion.keyOf("a", "acme")).toBe(RunDemotion.keyOf("b", "acme"));
+    expect(RunDemotion.keyOf("a", "acme")).not.toBe(RunDemotion.keyOf("a", "other"));
 
-    record.recordRun(light, { cpuLimitReached: false, cpuTimeMs: HELD_WORKER_CPU_MS - 1 });
-    record.recordRun(loop, { cpuLimitReached: true, cpuTimeMs: 12 });
-    record.recordRun(heavy, { cpuLimitReached: false, cpuTimeMs: HELD_WORKER_CPU_MS });
-    expect([record.isDemoted(light), record.isDemoted(loop), record.isDemoted(heavy)]).toEqual([false, true, true]);
+    record.recordRun(light, { cpuTimeMs: HELD_WORKER_CPU_MS - 1, hardStopped: false });
+    record.recordRun(stoppedEarly, { cpuTimeMs: 5, hardStopped: false });
+    record.recordRun(loop, { cpuTimeMs: HELD_WORKER_CPU_MS, hardStopped: false });
+    record.recordRun(hog, { cpuTimeMs: 0, hardStopped: true });
+    expect([light, stoppedEarly, loop, hog].map((key) => record.isDemoted(key))).toEqual([false, false, true, true]);
     expect(record.count).toBe(2);
     expect(demotions).toBe(2);
 
-    // A new offence extends the demotion; without one it ends.
+    // A new offence extends the demotion (and releases no line again); without one it ends.
     now += DEMOTED_FOR_MS - 1;
-    record.recordHeld(heavy);
+    record.recordHeld(hog);
+    expect(demotions).toBe(2);
     expect(record.isDemoted(loop)).toBe(true);
     now += 1;
     expect(record.isDemoted(loop)).toBe(false);
-    expect(record.isDemoted(heavy)).toBe(true);
+    expect(record.isDemoted(hog)).toBe(true);
     now += DEMOTED_FOR_MS;
-    expect(record.isDemoted(heavy)).toBe(false);
+    expect(record.isDemoted(hog)).toBe(false);
     expect(record.count).toBe(0);
   });
 
@@ -79,6 +86,19 @@ describe("RunDemotion", () => {
 
 describe("demoted workers", () => {
   const limits = { cpuTimeMs: 60, wallTimeMs: 10_000 };
+
+  // First: the record is the process's, and later tests leave scripts demoted for a minute.
+  it("idle demoted workers end once no script is demoted any more (demotionMs)", async () => {
+    configurePool({ sharedWorkers: 1, demotedWorkers: 1, demotionMs: 300 });
+    const loop = `export default () => { for (;;) {} } // retired`;
+    expect(failure(await runScript(loop, { limits })).kind).toBe("cpu");
+    expect(failure(await runScript(loop, { limits })).kind).toBe("cpu");
+    expect(poolStats().demoted).toBe(1);
+    const deadline = Date.now() + 5_000;
+    while (poolStats().demoted > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(poolStats()).toMatchObject({ demoted: 0, demotedScripts: 0 });
+    configurePool({ demotionMs: 60_000 });
+  });
 
   it("a script that ran to its CPU limit runs next on a demoted worker at the lowest OS priority; other scripts do not", async () => {
     configurePool({ sharedWorkers: 1, demotedWorkers: 1 });
@@ -152,6 +172,58 @@ describe("demoted workers", () => {
     // The demoted worker that was terminated is replaced at need, and ordinary runs never noticed.
     const ordinary = await runScript("export default () => 'fine'");
     expect(ordinary.ok && ordinary.value).toBe("fine");
+  });
+
+  it("a run stopped at a small CPU limit demotes nothing: it held its worker for 5 ms", async () => {
+    configurePool({ sharedWorkers: 1, demotedWorkers: 1 });
+    const { modules, seen } = sharedInFlightProbe();
+    const before = poolStats().demotedScripts;
+    const stopped = `import { where } from "probe"; export default () => { where(); for (;;) {} } // stopped early`;
+    for (let i = 0; i < 2; i++) expect(failure(await runScript(stopped, { limits: { cpuTimeMs: 5 }, modules })).kind).toBe("cpu");
+    expect(seen).toEqual([1, 1]);
+    expect(poolStats().demotedScripts).toBe(before);
+  });
+
+  it("with a tenant, one script that held its worker demotes every script of that tenant, and no one else's", async () => {
+    configurePool({ sharedWorkers: 1, demotedWorkers: 1 });
+    const { modules, seen } = sharedInFlightProbe();
+    const loop = `import { where } from "probe"; export default () => { where(); for (;;) {} } // tenant`;
+    const other = `import { where } from "probe"; export default () => { where(); return "other" }`;
+    expect(failure(await runScript(loop, { tenant: "acme", limits, modules })).kind).toBe("cpu");
+    // Another text of acme's goes apart; the same texts without a tenant, or another tenant's, do not.
+    expect(await runScript(other, { tenant: "acme", modules })).toMatchObject({ ok: true, value: "other" });
+    expect(await runScript(other, { modules })).toMatchObject({ ok: true, value: "other" });
+    expect(await runScript(other, { tenant: "globex", modules })).toMatchObject({ ok: true, value: "other" });
+    expect(failure(await runScript(loop, { tenant: "globex", limits, modules })).kind).toBe("cpu");
+    expect(seen).toEqual([1, 0, 1, 1, 1]);
+    await expect(runScript(other, { tenant: "" })).rejects.toThrow(/tenant must be a string of 1 to 256 characters/);
+    await expect(runScript(other, { tenant: 7 as unknown as string })).rejects.toThrow(TypeError);
+  });
+
+  it("demoted runs wait in a line of their own: queueTimeoutMs and signal end them there, unrun", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1 });
+    const events: string[] = [];
+    const started = hostSync((n: unknown) => {
+      events.push(`started ${String(n)}`);
+    });
+    const modules = { probe: { started } };
+    const spin = `import { started } from "probe"; export default (n) => { started(n); for (;;) {} } // own line`;
+    expect(failure(await runScript(spin, { input: 0, limits, modules })).kind).toBe("cpu");
+    // Now demoted: this one holds the demoted worker for 300 ms of CPU time.
+    const holder = runScript(spin, { input: 1, limits: { cpuTimeMs: 300, wallTimeMs: 10_000 }, modules });
+    while (!events.includes("started 1")) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    const abort = new AbortController();
+    const timedOut = [2, 3, 4, 5].map((n) => runScript(spin, { input: n, limits, modules, queueTimeoutMs: 50 }));
+    const aborted = runScript(spin, { input: 6, limits, modules, signal: abort.signal });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(poolStats().waitingRuns).toBe(5);
+    abort.abort();
+    expect((await Promise.all(timedOut)).map((result) => failure(result).kind)).toEqual(["queue-timeout", "queue-timeout", "queue-timeout", "queue-timeout"]);
+    expect(failure(await aborted).kind).toBe("aborted");
+    expect(failure(await holder).kind).toBe("cpu");
+    expect(events).toEqual(["started 0", "started 1"]);
+    expect(poolStats().waitingRuns).toBe(0);
   });
 
   it("demotedWorkers: 0 turns demotion off: a script that ran to its limit stays on the shared workers", async () => {

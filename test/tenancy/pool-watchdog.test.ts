@@ -96,4 +96,23 @@ describe("the watchdog on an oversubscribed CPU", () => {
     for (const kind of kinds.keys()) expect(["ok", "timeout", "timeout (preparing)"]).toContain(kind);
     expect(await runScript("export default () => 'still fine'")).toMatchObject({ ok: true, value: "still fine" });
   });
+
+  it("a demoted worker starved past a run's wall deadline and grace is not terminated: the interrupt ends the run once the thread runs", { timeout: 120_000 }, async () => {
+    // At the lowest priority among HOGS busy processes on one CPU, a demoted worker's thread
+    // runs a few ms a second: a pure-JS loop with a 100 ms wall limit reaches its interrupt
+    // check seconds later. The watchdog used to terminate such a worker 500 ms past the
+    // deadline (as if a native call ignored the interrupt), and every run queued there with it.
+    configurePool({ demotedWorkers: 1 });
+    try {
+      const loop = "export default () => { for (;;) {} } // starved";
+      expect(await runScript(loop, { limits: { cpuTimeMs: 60, wallTimeMs: 60_000 } })).toMatchObject({ ok: false, error: { kind: "cpu" } });
+      const started = performance.now();
+      const result = await runScript(loop, { limits: { cpuTimeMs: 10_000, wallTimeMs: 100 } });
+      console.log(`demoted and starved: ${result.ok ? "ok" : result.error.message} after ${Math.round(performance.now() - started)} ms`);
+      expect(result).toMatchObject({ ok: false, error: { kind: "timeout" } });
+      if (!result.ok) expect(result.error.message).not.toContain("ignored the interrupt");
+    } finally {
+      configurePool({ demotedWorkers: 0 });
+    }
+  });
 });
