@@ -19,7 +19,7 @@ import { currentThreadClock, threadClock, type ThreadClock } from "./thread-cpu.
 import { HostCallServer } from "./host-modules/call-server.js";
 import { AdaptivePoll } from "./adaptive-poll.js";
 import { RunAdmission } from "./run-admission.js";
-import { DEMOTED_FOR_MS, HELD_WORKER_CPU_MS, RunDemotion, type RunRecord } from "./run-demotion.js";
+import { DEMOTED_FOR_MS, HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
 
 /**
  * How much CPU time past its deadline a guest may spend (in native code that ignores the
@@ -30,6 +30,12 @@ import { DEMOTED_FOR_MS, HELD_WORKER_CPU_MS, RunDemotion, type RunRecord } from 
 export const HARD_STOP_GRACE_CPU_MS = 100;
 /** The same grace where no per-thread CPU clock exists (no /proc): wall time, so generous. */
 export const HARD_STOP_GRACE_WALL_MS = 500;
+/**
+ * Past its wall deadline a thread is terminated only once it has run on (see checkDeadline):
+ * one starved of CPU is not stuck. This long past the deadline it is terminated whatever
+ * its CPU clock says (a thread that neither runs nor returns: a deadlock, a frozen cgroup).
+ */
+export const HARD_STOP_BACKSTOP_WALL_MS = 30_000;
 const WATCHDOG_INTERVAL_MS = 20;
 /**
  * A hostile burst (a log flood, a bridge call echoing 1 MB in a loop) fills a worker's young
@@ -499,14 +505,21 @@ export class WorkerConnection {
       if (cpuDeadlineNs === 0 || !this.clock.isCpu) return;
       if (this.clock.nowNs() <= cpuDeadlineNs + HARD_STOP_GRACE_CPU_MS * 1e6) return;
       reason = "cpu";
-    } else if (this.clock.isCpu && this.clock.nowNs() - this.watched.clockPastWallDeadlineNs! < HARD_STOP_GRACE_CPU_MS * 1e6) {
+    } else if (
+      this.clock.isCpu &&
+      nowEpochMs <= deadline + HARD_STOP_BACKSTOP_WALL_MS &&
+      this.clock.nowNs() - this.watched.clockPastWallDeadlineNs! < HARD_STOP_GRACE_CPU_MS * 1e6
+    ) {
       // Past the wall deadline and its grace, but stuck only if the thread ran on since the
       // watchdog first saw it past the deadline. A thread starved of CPU (a demoted worker
       // at the lowest priority on a busy machine) is not stuck: the interrupt ends its guest
       // as soon as it runs. Terminating it cost every run queued there (found by review).
+      // Up to the backstop: a thread that neither runs nor returns is stuck after all.
       return;
     }
     const sandboxId = this.watchdog[WATCHDOG_FIELDS.sandboxId]!;
+    // Still the same entry: the sandbox blamed (and demoted) is the one that ran it.
+    if (this.watchdog[WATCHDOG_FIELDS.entry] !== entry) return;
     this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason));
     void this.worker.terminate();
   }
@@ -598,6 +611,9 @@ export class WorkerPool {
     this.retireBeyond(this.demoted, this.options.demotedWorkers);
     while (this.idleIsolated.length > this.options.idleIsolatedWorkers) this.idleIsolated.shift()!.terminate();
     this.wakeIsolatedWaiters();
+    // Demotion turned on or off: waiting runs whose script's standing changed change lines.
+    this.runAdmission.releaseLeavers();
+    this.demotedRunAdmission.releaseLeavers();
     this.wakeLines();
   }
 
@@ -635,14 +651,12 @@ export class WorkerPool {
     return this.demoting;
   }
 
-  /** The watchdog saw a run of the script recorded under `key` holding its worker (host/run-demotion.ts). */
+  /**
+   * A run of the script recorded under `key` held its worker for long: seen by the
+   * watchdog while it runs, told by its outcome, or hard-stopped (host/run-demotion.ts).
+   */
   noteHeld(key: string): void {
     if (this.demoting) this.demotion.recordHeld(key);
-  }
-
-  /** A run of the script recorded under `key` ended. */
-  noteRun(key: string, run: RunRecord): void {
-    if (this.demoting) this.demotion.recordRun(key, run);
   }
 
   /**

@@ -17,23 +17,16 @@
 // by a digest of its source text (not the text: a record of 10 MB scripts would otherwise
 // keep them all). Without a tenant, changing the text escapes the record; each new text
 // then costs what it cost before the record existed, once. An offence is what a run did
-// to its worker, not how it ended: a run stopped at a 5 ms CPU limit held nothing up.
+// to its worker, in one go, not how it ended or what it used in all: a run stopped at a
+// 5 ms CPU limit held nothing up, and neither did 20 timer callbacks of 4 ms each.
 import { createHash } from "node:crypto";
 
-/** A run whose guest used this much CPU time in one go held its worker for long (ordinary runs take a few ms). */
+/** A guest entry that used this much CPU time held its worker for long (ordinary runs take a few ms in all). */
 export const HELD_WORKER_CPU_MS = 50;
 /** How long a script stays demoted after its last offence, by default (PoolOptions.demotionMs). */
 export const DEMOTED_FOR_MS = 60_000;
 /** Scripts remembered at most (the least recently offending are forgotten first). */
 const MAX_RECORDED_SCRIPTS = 4096;
-
-/** What a finished run tells about its script. */
-export interface RunRecord {
-  /** Guest CPU time the run used (stats.cpuTimeMs). */
-  cpuTimeMs: number;
-  /** Its own guest was hard-stopped: the watchdog terminated its worker to end it. */
-  hardStopped: boolean;
-}
 
 export class RunDemotion {
   /** Key → when its demotion ends (ms, `now()`); in order of last offence. */
@@ -64,14 +57,10 @@ export class RunDemotion {
     return false;
   }
 
-  /** Records a finished run: one that held its worker for long, or was hard-stopped, demotes its script. */
-  recordRun(key: string, run: RunRecord): void {
-    if (run.hardStopped || run.cpuTimeMs >= HELD_WORKER_CPU_MS) this.recordHeld(key);
-  }
-
   /**
-   * A run of the script holds its worker for long, as seen by the watchdog while it runs:
-   * runs of the same script still waiting go apart at once, not after it ends.
+   * A run of the script held its worker for long: one guest entry used HELD_WORKER_CPU_MS
+   * (seen by the watchdog while it runs, so runs of the same script still waiting go apart
+   * at once, or told by the run's outcome), or its guest was hard-stopped.
    */
   recordHeld(key: string): void {
     const wasDemoted = this.isDemoted(key);

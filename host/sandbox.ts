@@ -22,7 +22,7 @@ import { disposedOutcome, evictedOutcome, hardStoppedOutcome, interruptedOutcome
 import { SandboxHostModules, type ActivationCalls } from "./host-modules/sandbox-modules.js";
 import type { DeclaredModules } from "./host-modules/declaration.js";
 import type { Admission, RunAdmission } from "./run-admission.js";
-import { RunDemotion } from "./run-demotion.js";
+import { HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
 
 let nextSandboxId = 1;
 let nextPluginId = 1;
@@ -195,15 +195,17 @@ export class Sandbox {
     } else {
       let demoted = this.#isDemoted();
       // Once only: a run that moves to another worker, or re-runs after losing one, keeps its place.
-      if (this.#oneShot && this.#admission === null) {
-        if (!demoted) {
-          const admission = await this.#waitInLine(this.#pool.runAdmission, () => this.#isDemoted());
-          // An earlier run of the same script was seen holding its worker while this one waited.
-          demoted = this.#isDemoted();
-          if (demoted) admission.placed();
-          else this.#admission = admission;
+      while (this.#oneShot && this.#admission === null) {
+        // A run leaves its line when its script's standing changes while it waits: demoted
+        // (an earlier run of it was seen holding its worker), or no longer (demotion was
+        // turned off: its line would never move again), and joins the other one.
+        const line = demoted ? this.#pool.demotedRunAdmission : this.#pool.runAdmission;
+        const admission = await this.#waitInLine(line, () => this.#isDemoted() !== demoted);
+        if (this.#isDemoted() === demoted) this.#admission = admission;
+        else {
+          admission.placed();
+          demoted = !demoted;
         }
-        if (demoted) this.#admission = await this.#waitInLine(this.#pool.demotedRunAdmission);
       }
       connection = demoted ? this.#pool.acquireDemoted() : this.#pool.acquireShared(this.#oneShot);
     }
@@ -542,7 +544,8 @@ export class Sandbox {
       const limit = kind === "timeout" ? `wallTimeMs limit (${this.#limits.wallTimeMs} ms)` : `cpuTimeMs limit (${this.#limits.cpuTimeMs} ms)`;
       const outcome = hardStoppedOutcome(kind, limit);
       this.#markDisposed(outcome.sandboxDisposed!);
-      if (this.#demotionKey !== null) this.#pool.noteRun(this.#demotionKey, { cpuTimeMs: 0, hardStopped: true });
+      // Held its worker past its limit: its script is demoted (host/run-demotion.ts).
+      if (this.#demotionKey !== null) this.#pool.noteHeld(this.#demotionKey);
       return outcome;
     }
     // A bystander: the sandbox moves to a fresh worker at its next request.
@@ -565,6 +568,9 @@ export class Sandbox {
 
   #toResult(outcome: ActivationOutcome, prepared: PreparedSource, started: number): RunResult {
     if (outcome.sandboxDisposed) this.#markDisposed(outcome.sandboxDisposed);
+    // A run that held its worker for long in one entry, even one the watchdog did not see
+    // long enough to tell (it looks every 20 ms), demotes its script (host/run-demotion.ts).
+    if (this.#demotionKey !== null && (outcome.longestEntryCpuMs ?? 0) >= HELD_WORKER_CPU_MS) this.#pool.noteHeld(this.#demotionKey);
     // Time between the call and the start of the activation in the worker (queued behind
     // other work, waiting for a worker or a retry): what is not the run's own wall time.
     const elapsed = performance.now() - started;
@@ -642,17 +648,18 @@ export function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   return Sandbox.create(options);
 }
 
+/** runScript's `tenant`: a name of 1-256 characters. */
+function checkTenant(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "string" || value.length === 0 || value.length > 256) throw new TypeError("runScript option tenant must be a string of 1 to 256 characters");
+  return value;
+}
+
 /**
  * One-shot: create a sandbox, run the script, dispose the sandbox. Takes the sandbox's
  * options and the run's (RunOptions) in one object; resolves with a result for every
  * outcome, rejects only for bad arguments or options.
  */
-/** runScript's `tenant`: a name of 1-256 characters. */
-function checkTenant(value: unknown): string {
-  if (typeof value !== "string" || value.length === 0 || value.length > 256) throw new TypeError("runScript option tenant must be a string of 1 to 256 characters");
-  return value;
-}
-
 export async function runScript<T = unknown>(source: string, options: RunScriptOptions | null = {}): Promise<RunResult<T>> {
   if (options !== null && (typeof options !== "object" || Array.isArray(options))) throw new TypeError("runScript options must be an object");
   const sandboxOptions: Record<string, unknown> = {};
@@ -671,10 +678,7 @@ export async function runScript<T = unknown>(source: string, options: RunScriptO
   const demotionKey = pool.demotionOn && typeof source === "string" && sandboxOptions.isolate !== true ? RunDemotion.keyOf(source, tenant) : null;
   const sandbox = await Sandbox.create(sandboxOptions as SandboxOptions, pool, true, demotionKey);
   try {
-    const result = await sandbox.run<T>(source, runOptions as RunOptions);
-    // A hard stop of its own guest was noted where it happened (#afterWorkerLost).
-    if (demotionKey !== null) pool.noteRun(demotionKey, { cpuTimeMs: result.stats.cpuTimeMs, hardStopped: false });
-    return result;
+    return await sandbox.run<T>(source, runOptions as RunOptions);
   } finally {
     await sandbox.dispose();
   }

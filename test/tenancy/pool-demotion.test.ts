@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { configurePool, hostSync, poolStats, runScript, type HostModules, type RunResult } from "scriptbox";
-import { DEMOTED_FOR_MS, HELD_WORKER_CPU_MS, RunDemotion } from "../../host/run-demotion.js";
+import { DEMOTED_FOR_MS, RunDemotion } from "../../host/run-demotion.js";
 
 function failure(result: RunResult) {
   if (result.ok) throw new Error(`expected a failure, got ${JSON.stringify(result.value)}`);
@@ -35,7 +35,7 @@ function sharedInFlightProbe(): { modules: HostModules; seen: number[] } {
 }
 
 describe("RunDemotion", () => {
-  it("demotes a script whose run used HELD_WORKER_CPU_MS or was hard-stopped, for demotionMs after its last offence; a run ended at a small CPU limit held nothing up", () => {
+  it("demotes a script for demotionMs after its last offence; only a new demotion releases waiting runs", () => {
     let now = 1_000;
     let demotions = 0;
     const record = new RunDemotion(
@@ -46,18 +46,15 @@ describe("RunDemotion", () => {
     const loop = RunDemotion.keyOf("export default () => { for (;;) {} }");
     const hog = RunDemotion.keyOf("hog");
     const light = RunDemotion.keyOf("light");
-    const stoppedEarly = RunDemotion.keyOf("stopped at 5 ms");
     expect(loop).not.toBe(hog);
     expect(RunDemotion.keyOf("hog")).toBe(hog);
     // A tenant's key covers every text of that tenant.
     expect(RunDemotion.keyOf("a", "acme")).toBe(RunDemotion.keyOf("b", "acme"));
     expect(RunDemotion.keyOf("a", "acme")).not.toBe(RunDemotion.keyOf("a", "other"));
 
-    record.recordRun(light, { cpuTimeMs: HELD_WORKER_CPU_MS - 1, hardStopped: false });
-    record.recordRun(stoppedEarly, { cpuTimeMs: 5, hardStopped: false });
-    record.recordRun(loop, { cpuTimeMs: HELD_WORKER_CPU_MS, hardStopped: false });
-    record.recordRun(hog, { cpuTimeMs: 0, hardStopped: true });
-    expect([light, stoppedEarly, loop, hog].map((key) => record.isDemoted(key))).toEqual([false, false, true, true]);
+    record.recordHeld(loop);
+    record.recordHeld(hog);
+    expect([light, loop, hog].map((key) => record.isDemoted(key))).toEqual([false, true, true]);
     expect(record.count).toBe(2);
     expect(demotions).toBe(2);
 
@@ -224,6 +221,53 @@ describe("demoted workers", () => {
     expect(failure(await holder).kind).toBe("cpu");
     expect(events).toEqual(["started 0", "started 1"]);
     expect(poolStats().waitingRuns).toBe(0);
+  });
+
+  it("what counts is CPU in one go: 20 timer callbacks of 4 ms each (80 ms in all) demote nothing", async () => {
+    configurePool({ sharedWorkers: 1, demotedWorkers: 1 });
+    const { modules, seen } = sharedInFlightProbe();
+    const before = poolStats().demotedScripts;
+    const spread = `import { where } from "probe"; export default async () => {
+      where();
+      for (let i = 0; i < 20; i++) { const end = Date.now() + 4; while (Date.now() < end) {} await new Promise((r) => setTimeout(r, 1)) }
+      return "spread"
+    }`;
+    for (let i = 0; i < 2; i++) {
+      const result = await runScript(spread, { tenant: "spread", limits: { cpuTimeMs: 1_000, wallTimeMs: 10_000 }, modules });
+      expect(result).toMatchObject({ ok: true, value: "spread" });
+      expect(result.stats.cpuTimeMs).toBeGreaterThanOrEqual(60);
+    }
+    expect(seen).toEqual([1, 1]);
+    expect(poolStats().demotedScripts).toBe(before);
+  });
+
+  it("runs waiting in the demoted line when demotion is turned off go to the shared workers, and finish", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1 });
+    const events: string[] = [];
+    const started = hostSync((n: unknown) => {
+      events.push(`started ${String(n)}`);
+    });
+    const modules = { probe: { started } };
+    const spin = `import { started } from "probe"; export default (n) => { started(n); for (;;) {} } // turned off`;
+    const light = `import { started } from "probe"; export default (n) => { started(n); return n }`;
+    expect(failure(await runScript(spin, { input: 0, tenant: "off", limits, modules })).kind).toBe("cpu");
+    // Holds the demoted worker for 400 ms of CPU; three light runs of the same tenant wait behind it.
+    const holder = runScript(spin, { input: 1, tenant: "off", limits: { cpuTimeMs: 400, wallTimeMs: 10_000 }, modules }).then((result) => {
+      events.push("holder ended");
+      return result;
+    });
+    while (!events.includes("started 1")) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    const lights = [2, 3, 4].map((n) => runScript(light, { input: n, tenant: "off", modules }));
+    const deadline = Date.now() + 1_000;
+    while (poolStats().waitingRuns < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1));
+    expect(poolStats().waitingRuns).toBe(3);
+    configurePool({ demotedWorkers: 0 });
+    expect((await Promise.all(lights)).map((result) => result.ok && result.value)).toEqual([2, 3, 4]);
+    for (const n of [2, 3, 4]) expect(events.indexOf(`started ${n}`)).toBeLessThan(events.indexOf("holder ended") === -1 ? Infinity : events.indexOf("holder ended"));
+    expect(failure(await holder).kind).toBe("cpu");
+    expect(poolStats().waitingRuns).toBe(0);
+    configurePool({ demotedWorkers: 1 });
   });
 
   it("demotedWorkers: 0 turns demotion off: a script that ran to its limit stays on the shared workers", async () => {
