@@ -19,6 +19,7 @@ import { currentThreadClock, threadClock, type ThreadClock } from "./thread-cpu.
 import { HostCallServer } from "./host-modules/call-server.js";
 import { AdaptivePoll } from "./adaptive-poll.js";
 import { RunAdmission } from "./run-admission.js";
+import { DedicatedWorkers } from "./dedicated-workers.js";
 import { DEMOTED_FOR_MS, HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
 
 /**
@@ -53,6 +54,8 @@ const WORKER_STACK_MB = 16;
 const MOVE_QUEUED_AFTER_MS = 20;
 /** A demoted worker keeps one sandbox warm: it serves few runs, and starts at the lowest priority. */
 const DEMOTED_WARM_SANDBOXES = 1;
+/** Dedicated demoted workers kept idle for the next isolated run of a demoted script. */
+const DEMOTED_IDLE_ISOLATED_WORKERS = 1;
 /** Whether this platform gives each thread's CPU time (Linux /proc): demotion needs it (WorkerPool.demoting). */
 const THREAD_CPU_CLOCK = (() => {
   const clock = currentThreadClock();
@@ -547,11 +550,6 @@ export class WorkerConnection {
   }
 }
 
-/** A request for a dedicated worker, waiting while all `maxIsolatedWorkers` are taken. */
-interface IsolatedWaiter {
-  resolve(connection: WorkerConnection): void;
-}
-
 export class WorkerPool {
   private readonly shared: WorkerConnection[] = [];
   /** Shared workers for the runs of demoted scripts, at the lowest OS priority (acquireDemoted). */
@@ -564,10 +562,18 @@ export class WorkerPool {
   /** Retires idle demoted workers once no script is demoted (scheduled when one goes idle). */
   private demotedRetireTimer: NodeJS.Timeout | null = null;
   private readonly all = new Set<WorkerConnection>();
-  /** Dedicated workers alive (serving a sandbox or idle). */
-  private isolatedAlive = 0;
-  private readonly idleIsolated: WorkerConnection[] = [];
-  private readonly isolatedWaiters: IsolatedWaiter[] = [];
+  /** Dedicated workers of isolated sandboxes (serving one or idle). */
+  private readonly isolated = new DedicatedWorkers<WorkerConnection>(
+    () => this.startDedicated(false),
+    () => this.options.maxIsolatedWorkers,
+    () => this.options.idleIsolatedWorkers,
+  );
+  /** Dedicated workers, at the lowest OS priority, of isolated sandboxes running demoted scripts. */
+  private readonly demotedIsolated = new DedicatedWorkers<WorkerConnection>(
+    () => this.startDedicated(true),
+    () => this.options.demotedWorkers,
+    () => DEMOTED_IDLE_ISOLATED_WORKERS,
+  );
   private nextShared = 0;
   /**
    * Shared workers beyond a smaller `sharedWorkers` (configure): they take no new
@@ -609,8 +615,9 @@ export class WorkerPool {
     this.options = resolvePoolOptions(options, this.options);
     this.retireBeyond(this.shared, this.options.sharedWorkers);
     this.retireBeyond(this.demoted, this.options.demotedWorkers);
-    while (this.idleIsolated.length > this.options.idleIsolatedWorkers) this.idleIsolated.shift()!.terminate();
-    this.wakeIsolatedWaiters();
+    this.isolated.trimIdle();
+    this.isolated.wake();
+    this.demotedIsolated.wake();
     // Demotion turned on or off: waiting runs whose script's standing changed change lines.
     this.runAdmission.releaseLeavers();
     this.demotedRunAdmission.releaseLeavers();
@@ -741,41 +748,21 @@ export class WorkerPool {
 
 
   /**
-   * A dedicated worker for an isolated sandbox: an idle one, a new one while fewer than
-   * maxIsolatedWorkers are alive, or (beyond that) the first one released. `cancel` gives
-   * up the wait (the sandbox was disposed before it got a worker).
+   * A dedicated worker for an isolated sandbox (DedicatedWorkers: at most
+   * maxIsolatedWorkers alive, beyond that the first one released). `demoted`: the sandbox
+   * runs a demoted script, which gets a dedicated worker of its own at the lowest OS
+   * priority, from a set bounded by demotedWorkers, and leaves the isolated workers to the
+   * others (host/run-demotion.ts).
    */
-  acquireIsolated(): { connection: Promise<WorkerConnection>; cancel(): void } {
-    const waiter: IsolatedWaiter & { cancelled?: boolean } = { resolve: () => undefined };
-    const connection = new Promise<WorkerConnection>((resolve) => {
-      waiter.resolve = (connection) => {
-        connection.sandboxCount++;
-        resolve(connection);
-      };
-    });
-    this.isolatedWaiters.push(waiter);
-    this.wakeIsolatedWaiters();
-    return {
-      connection,
-      cancel: () => {
-        const index = this.isolatedWaiters.indexOf(waiter);
-        if (index !== -1) this.isolatedWaiters.splice(index, 1);
-      },
-    };
+  acquireIsolated(demoted = false): { connection: Promise<WorkerConnection>; cancel(): void } {
+    return (demoted ? this.demotedIsolated : this.isolated).acquire();
   }
 
-  private wakeIsolatedWaiters(): void {
-    while (this.isolatedWaiters.length > 0) {
-      let connection = this.idleIsolated.pop();
-      while (connection?.lost) connection = this.idleIsolated.pop();
-      if (!connection) {
-        if (this.isolatedAlive >= this.options.maxIsolatedWorkers) return;
-        connection = new WorkerConnection(this, true, 0);
-        this.isolatedAlive++;
-        this.all.add(connection);
-      }
-      this.isolatedWaiters.shift()!.resolve(connection);
-    }
+  private startDedicated(demoted: boolean): WorkerConnection {
+    if (demoted && this.demoted.length === 0 && this.demotedIsolated.alive === 0) startThreadPoolHere();
+    const connection = new WorkerConnection(this, true, 0, demoted);
+    this.all.add(connection);
+    return connection;
   }
 
   private startShared(): WorkerConnection {
@@ -793,15 +780,7 @@ export class WorkerPool {
       else if (connection.demoted) this.scheduleDemotedRetirement();
       return;
     }
-    // An idle dedicated worker is kept for the next isolated sandbox (a new thread costs
-    // its start-up and warm-up), up to idleIsolatedWorkers of them.
-    if (this.isolatedWaiters.length > 0) {
-      this.isolatedWaiters.shift()!.resolve(connection);
-    } else if (this.idleIsolated.length < this.options.idleIsolatedWorkers) {
-      this.idleIsolated.push(connection);
-    } else {
-      connection.terminate();
-    }
+    (connection.demoted ? this.demotedIsolated : this.isolated).release(connection);
   }
 
   /** How many more one-shot runs `workers` (at most `count` of them) can take now: see RunAdmission. */
@@ -854,12 +833,7 @@ export class WorkerPool {
     }
     // A lost shared worker is replaced at the next placement: its room counts meanwhile.
     this.wakeLines();
-    if (connection.dedicated) {
-      this.isolatedAlive--;
-      const idle = this.idleIsolated.indexOf(connection);
-      if (idle !== -1) this.idleIsolated.splice(idle, 1);
-      this.wakeIsolatedWaiters();
-    }
+    if (connection.dedicated) (connection.demoted ? this.demotedIsolated : this.isolated).forget(connection);
   }
 
   /** Runs the watchdog while any worker has a request in flight. */
@@ -888,12 +862,12 @@ export class WorkerPool {
     return {
       shared: this.shared.length,
       retiringShared: this.retiring.size,
-      isolated: this.isolatedAlive,
-      idleIsolated: this.idleIsolated.length,
-      waitingForIsolated: this.isolatedWaiters.length,
+      isolated: this.isolated.alive,
+      idleIsolated: this.isolated.idleCount,
+      waitingForIsolated: this.isolated.waiting + this.demotedIsolated.waiting,
       inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
       waitingRuns: this.runAdmission.waitingCount + this.demotedRunAdmission.waitingCount,
-      demoted: this.demoted.length,
+      demoted: this.demoted.length + this.demotedIsolated.alive,
       demotedScripts: this.demotion.count,
     };
   }
@@ -907,8 +881,8 @@ export class WorkerPool {
     if (this.demotedRetireTimer !== null) clearTimeout(this.demotedRetireTimer);
     this.demotedRetireTimer = null;
     this.retiring.clear();
-    this.idleIsolated.length = 0;
-    this.isolatedAlive = 0;
+    this.isolated.clear();
+    this.demotedIsolated.clear();
   }
 }
 
@@ -933,7 +907,7 @@ export interface PoolStats {
   inFlightPerSharedWorker: number[];
   /** One-shot runs (runScript) waiting in the embedder for room on a shared or demoted worker (queuedRunsPerWorker). */
   waitingRuns: number;
-  /** Demoted workers alive (demotedWorkers). */
+  /** Demoted workers alive: shared ones (demotedWorkers) and dedicated ones of isolated demoted runs (as many). */
   demoted: number;
   /** Scripts whose one-shot runs go to the demoted workers now (host/run-demotion.ts). */
   demotedScripts: number;

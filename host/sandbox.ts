@@ -122,8 +122,9 @@ export class Sandbox {
   /** Its place in that line once admitted; given back when the run is sent (or never will be). */
   #admission: Admission | null = null;
   /**
-   * runScript's sandbox (not isolated): its script's key in the pool's record of demoted
-   * scripts. A demoted script's run goes to a demoted worker, not through the line.
+   * runScript's sandbox: its script's key in the pool's record of demoted scripts. A
+   * demoted script's run goes to a demoted worker (not through the line; an isolated one
+   * to a dedicated demoted worker).
    */
   readonly #demotionKey: string | null;
   readonly #plugins = new Set<Plugin>();
@@ -164,7 +165,7 @@ export class Sandbox {
     const id = nextSandboxId++;
     const hostModules = SandboxHostModules.declare(own(options as Record<string, unknown>, "modules"), id, config.limits.maxHostCallBytes);
     if (hostModules.manifest) config.hostModules = hostModules.manifest;
-    const sandbox = new Sandbox(pool, id, config, options.isolate === true, options.onLog ?? null, hostModules, oneShot, oneShot && options.isolate !== true ? demotionKey : null);
+    const sandbox = new Sandbox(pool, id, config, options.isolate === true, options.onLog ?? null, hostModules, oneShot, oneShot ? demotionKey : null);
     // Not awaited: the worker handles messages in order, so the first run is pipelined
     // behind the creation instead of waiting a round trip for it. An isolated sandbox may
     // wait here for a dedicated worker: that wait counts as its first run's queued time.
@@ -183,14 +184,23 @@ export class Sandbox {
     if (this.#disposed !== null) throw new SandboxDisposedError(this.#disposed);
     let connection: WorkerConnection;
     if (this.#isolate) {
-      const wait = this.#pool.acquireIsolated();
-      this.#homeWait = wait;
-      connection = await wait.connection;
-      this.#homeWait = null;
-      if (this.#disposed !== null) {
-        // Disposed in the moment between getting the worker and using it: hand it back.
+      // A demoted script's isolated run gets a dedicated worker at the lowest priority.
+      let demoted = this.#isDemoted();
+      for (;;) {
+        const wait = this.#pool.acquireIsolated(demoted);
+        this.#homeWait = wait;
+        connection = await wait.connection;
+        this.#homeWait = null;
+        if (this.#disposed !== null) {
+          // Disposed in the moment between getting the worker and using it: hand it back.
+          this.#pool.release(connection);
+          throw new SandboxDisposedError(this.#disposed);
+        }
+        // Its script was demoted while it waited (an earlier run of it was seen holding its
+        // worker): the isolated worker goes to the next in line, and this run to a demoted one.
+        if (demoted || !this.#isDemoted()) break;
         this.#pool.release(connection);
-        throw new SandboxDisposedError(this.#disposed);
+        demoted = true;
       }
     } else {
       let demoted = this.#isDemoted();
@@ -673,9 +683,9 @@ export async function runScript<T = unknown>(source: string, options: RunScriptO
     else sandboxOptions[key] = value;
   }
   const pool = sharedPool();
-  // Scripts that held a shared worker for long last time run apart (host/run-demotion.ts).
-  // Not isolated ones: they have a worker of their own.
-  const demotionKey = pool.demotionOn && typeof source === "string" && sandboxOptions.isolate !== true ? RunDemotion.keyOf(source, tenant) : null;
+  // Scripts that held their worker for long last time run apart (host/run-demotion.ts):
+  // isolated ones too, whose runs would otherwise hold isolated workers others wait for.
+  const demotionKey = pool.demotionOn && typeof source === "string" ? RunDemotion.keyOf(source, tenant) : null;
   const sandbox = await Sandbox.create(sandboxOptions as SandboxOptions, pool, true, demotionKey);
   try {
     return await sandbox.run<T>(source, runOptions as RunOptions);

@@ -270,6 +270,38 @@ describe("demoted workers", () => {
     configurePool({ demotedWorkers: 1 });
   });
 
+  it("a demoted script's isolated runs get dedicated workers of their own at the lowest priority, also one that waited for an isolated worker while its script was demoted", async () => {
+    configurePool({ maxIsolatedWorkers: 1, idleIsolatedWorkers: 1, demotedWorkers: 1 });
+    const events: string[] = [];
+    const started = hostSync((n: unknown) => {
+      events.push(`started ${String(n)} demoted workers ${poolStats().demoted} isolated ${poolStats().isolated}`);
+    });
+    const modules = { probe: { started } };
+    const spin = `import { started } from "probe"; export default (n) => { started(n); for (;;) {} } // isolated`;
+    const light = `import { started } from "probe"; export default (n) => { started(n); return n } // isolated light`;
+    const isolatedBefore = poolStats().isolated;
+    const demotedBefore = poolStats().demoted;
+    // The first run holds the only isolated worker for 300 ms of CPU; the watchdog demotes
+    // its script after 50 ms, while a second run of it and then a light one wait in order.
+    const first = runScript(spin, { input: 1, isolate: true, limits: { cpuTimeMs: 300, wallTimeMs: 10_000 }, modules });
+    while (events.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    const second = runScript(spin, { input: 2, isolate: true, limits, modules });
+    const third = runScript(light, { input: 3, isolate: true, modules });
+    expect(failure(await first).kind).toBe("cpu");
+    expect(failure(await second).kind).toBe("cpu");
+    expect(await third).toMatchObject({ ok: true, value: 3 });
+    // The second, demoted while it waited, gave the isolated worker to the light run and ran on a demoted one.
+    const order = events.map((event) => event.split(" ")[1]);
+    expect(order.indexOf("3")).toBeLessThan(order.indexOf("2"));
+    expect(events.find((event) => event.startsWith("started 2"))).toContain(`demoted workers ${demotedBefore + 1}`);
+    expect(poolStats().isolated).toBeLessThanOrEqual(Math.max(1, isolatedBefore));
+    // A later isolated run of the demoted script: a dedicated worker with nice 19, beside the isolated one.
+    expect(failure(await runScript(spin, { input: 4, isolate: true, limits, modules })).kind).toBe("cpu");
+    expect(events.at(-1)).toContain(`demoted workers ${demotedBefore + 1}`);
+    expect(threadNiceValues().filter((nice) => nice === 19).length).toBeGreaterThanOrEqual(1);
+    configurePool({ maxIsolatedWorkers: 4, idleIsolatedWorkers: 2 });
+  });
+
   it("demotedWorkers: 0 turns demotion off: a script that ran to its limit stays on the shared workers", async () => {
     configurePool({ sharedWorkers: 1, demotedWorkers: 0 });
     const { modules, seen } = sharedInFlightProbe();
