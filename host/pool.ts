@@ -568,11 +568,15 @@ export class WorkerPool {
     () => this.options.maxIsolatedWorkers,
     () => this.options.idleIsolatedWorkers,
   );
-  /** Dedicated workers, at the lowest OS priority, of isolated sandboxes running demoted scripts. */
+  /**
+   * Dedicated workers, at the lowest OS priority, of isolated sandboxes running demoted
+   * scripts: as many as the isolated ones may be (a demoted heavy script keeps its
+   * parallelism where nobody else wants the CPU), one kept idle while any script is demoted.
+   */
   private readonly demotedIsolated = new DedicatedWorkers<WorkerConnection>(
     () => this.startDedicated(true),
-    () => this.options.demotedWorkers,
-    () => DEMOTED_IDLE_ISOLATED_WORKERS,
+    () => this.options.maxIsolatedWorkers,
+    () => (this.demotion.count > 0 ? DEMOTED_IDLE_ISOLATED_WORKERS : 0),
   );
   private nextShared = 0;
   /**
@@ -702,10 +706,11 @@ export class WorkerPool {
     this.demotedRetireTimer = setTimeout(() => {
       this.demotedRetireTimer = null;
       if (this.demotion.count > 0) {
-        if (this.demoted.some((connection) => connection.sandboxCount === 0)) this.scheduleDemotedRetirement();
+        if (this.demoted.some((connection) => connection.sandboxCount === 0) || this.demotedIsolated.idleCount > 0) this.scheduleDemotedRetirement();
         return;
       }
       for (const connection of this.demoted.filter((connection) => connection.sandboxCount === 0)) connection.terminate();
+      this.demotedIsolated.trimIdle();
     }, this.options.demotionMs);
     this.demotedRetireTimer.unref();
   }
@@ -780,7 +785,9 @@ export class WorkerPool {
       else if (connection.demoted) this.scheduleDemotedRetirement();
       return;
     }
-    (connection.demoted ? this.demotedIsolated : this.isolated).release(connection);
+    if (!connection.demoted) return this.isolated.release(connection);
+    this.demotedIsolated.release(connection);
+    if (this.demotedIsolated.idleCount > 0) this.scheduleDemotedRetirement();
   }
 
   /** How many more one-shot runs `workers` (at most `count` of them) can take now: see RunAdmission. */
@@ -864,7 +871,7 @@ export class WorkerPool {
       retiringShared: this.retiring.size,
       isolated: this.isolated.alive,
       idleIsolated: this.isolated.idleCount,
-      waitingForIsolated: this.isolated.waiting + this.demotedIsolated.waiting,
+      waitingForIsolated: this.isolated.waiting,
       inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
       waitingRuns: this.runAdmission.waitingCount + this.demotedRunAdmission.waitingCount,
       demoted: this.demoted.length + this.demotedIsolated.alive,
@@ -907,7 +914,7 @@ export interface PoolStats {
   inFlightPerSharedWorker: number[];
   /** One-shot runs (runScript) waiting in the embedder for room on a shared or demoted worker (queuedRunsPerWorker). */
   waitingRuns: number;
-  /** Demoted workers alive: shared ones (demotedWorkers) and dedicated ones of isolated demoted runs (as many). */
+  /** Demoted workers alive: shared ones (demotedWorkers) and dedicated ones of isolated demoted runs (up to maxIsolatedWorkers). */
   demoted: number;
   /** Scripts whose one-shot runs go to the demoted workers now (host/run-demotion.ts). */
   demotedScripts: number;

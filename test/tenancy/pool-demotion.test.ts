@@ -85,12 +85,14 @@ describe("demoted workers", () => {
   const limits = { cpuTimeMs: 60, wallTimeMs: 10_000 };
 
   // First: the record is the process's, and later tests leave scripts demoted for a minute.
-  it("idle demoted workers end once no script is demoted any more (demotionMs)", async () => {
+  it("idle demoted workers, shared and dedicated, end once no script is demoted any more (demotionMs)", async () => {
     configurePool({ sharedWorkers: 1, demotedWorkers: 1, demotionMs: 300 });
     const loop = `export default () => { for (;;) {} } // retired`;
     expect(failure(await runScript(loop, { limits })).kind).toBe("cpu");
     expect(failure(await runScript(loop, { limits })).kind).toBe("cpu");
-    expect(poolStats().demoted).toBe(1);
+    // And an isolated run of it: a dedicated demoted worker, kept idle afterwards.
+    expect(failure(await runScript(loop, { limits, isolate: true })).kind).toBe("cpu");
+    expect(poolStats().demoted).toBe(2);
     const deadline = Date.now() + 5_000;
     while (poolStats().demoted > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(poolStats()).toMatchObject({ demoted: 0, demotedScripts: 0 });
