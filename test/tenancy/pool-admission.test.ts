@@ -41,6 +41,10 @@ async function holdOneOfTwoWorkers(queuedRunsPerWorker: number, ms: number): Pro
   return { busy, held: inFlight.indexOf(1) };
 }
 
+// Demotion off: the line's order and room are tested here, and a busy script run again
+// would otherwise leave the line for a demoted worker (that is pool-demotion.test.ts).
+configurePool({ demotedWorkers: 0 });
+
 describe("RunAdmission", () => {
   it("admits while there is room, then first come first served; a cancelled place is given up, a cancelled admission given back", async () => {
     let room = 1;

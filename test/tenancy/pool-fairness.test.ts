@@ -6,7 +6,9 @@
 import { describe, expect, it } from "vitest";
 import { configurePool, createSandbox, hostSync, poolStats, runScript, type RunResult, type SandboxOptions } from "scriptbox";
 
-configurePool({ sharedWorkers: 2 });
+// Demotion off: these are placements among the shared workers, and a busy script run twice
+// would otherwise go to a demoted worker the second time (that is pool-demotion.test.ts).
+configurePool({ sharedWorkers: 2, demotedWorkers: 0 });
 
 
 const BUSY_LOOP = "export default () => { for (;;) {} }";
