@@ -56,7 +56,7 @@ const MOVE_QUEUED_AFTER_MS = 20;
 const DEMOTED_WARM_SANDBOXES = 1;
 /** Dedicated demoted workers kept idle for the next isolated run of a demoted script. */
 const DEMOTED_IDLE_ISOLATED_WORKERS = 1;
-/** Whether this platform gives each thread's CPU time (Linux /proc): demotion needs it (WorkerPool.demoting). */
+/** Whether this platform gives each thread's CPU time (Linux /proc): demotion needs it (WorkerPool.demotionOn). */
 const THREAD_CPU_CLOCK = (() => {
   const clock = currentThreadClock();
   clock.close();
@@ -68,7 +68,8 @@ const THREAD_CPU_CLOCK = (() => {
  * thread. Threads inherit the nice value of the thread that creates them, and the pool
  * starts at the first work queued from any thread: a demoted worker's fetch (dns.lookup)
  * could otherwise start it at the lowest priority, for the embedder's fs, dns and crypto
- * work too, for good (found by review). One byte of randomFill queues work on the pool.
+ * work too, for good (found by review). One byte of randomFill queues work on the pool;
+ * done before every demoted worker starts (after the first, it costs that byte only).
  */
 function startThreadPoolHere(): void {
   randomFill(new Uint8Array(1), () => undefined);
@@ -233,6 +234,7 @@ export class WorkerConnection {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     const init: WorkerInit = { port: port2, watchdog, activationSlots, warmPoolSize, lowPriority: demoted };
+    if (demoted) startThreadPoolHere();
     // One file (scripts/build.mjs bundles the worker's ~60 modules): loading them one by one cost ~100 ms.
     this.worker = new Worker(new URL("./worker/entry.bundle.js", import.meta.url), {
       workerData: init,
@@ -647,19 +649,15 @@ export class WorkerPool {
    * Demotion needs demoted workers and a per-thread CPU clock: measured in wall time, a
    * 50 ms synchronous host call, or any run on a busy machine, would "hold" a worker, and a
    * demoted script's own starved runs would renew its demotion for as long as it lasted.
+   * (Demotion keys, a digest of the source, are worth computing only while it is on.)
    */
-  private get demoting(): boolean {
+  get demotionOn(): boolean {
     return this.options.demotedWorkers > 0 && THREAD_CPU_CLOCK;
   }
 
   /** Whether one-shot runs of a script recorded under `key` go to the demoted workers (acquireDemoted). */
   isDemoted(key: string): boolean {
-    return this.demoting && this.demotion.isDemoted(key);
-  }
-
-  /** Demotion keys are worth computing (a digest of the source) only while demotion is on. */
-  get demotionOn(): boolean {
-    return this.demoting;
+    return this.demotionOn && this.demotion.isDemoted(key);
   }
 
   /**
@@ -667,7 +665,7 @@ export class WorkerPool {
    * watchdog while it runs, told by its outcome, or hard-stopped (host/run-demotion.ts).
    */
   noteHeld(key: string): void {
-    if (this.demoting) this.demotion.recordHeld(key);
+    if (this.demotionOn) this.demotion.recordHeld(key);
   }
 
   /**
@@ -693,7 +691,6 @@ export class WorkerPool {
   }
 
   private startDemoted(): WorkerConnection {
-    if (this.demoted.length === 0) startThreadPoolHere();
     const connection = new WorkerConnection(this, false, DEMOTED_WARM_SANDBOXES, true);
     this.demoted.push(connection);
     this.all.add(connection);
@@ -764,7 +761,6 @@ export class WorkerPool {
   }
 
   private startDedicated(demoted: boolean): WorkerConnection {
-    if (demoted && this.demoted.length === 0 && this.demotedIsolated.alive === 0) startThreadPoolHere();
     const connection = new WorkerConnection(this, true, 0, demoted);
     this.all.add(connection);
     return connection;

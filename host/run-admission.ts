@@ -21,7 +21,7 @@ export interface Admission {
 
 interface Waiter {
   admit(admission: Admission): void;
-  /** The run no longer needs room on a shared worker (its script was demoted meanwhile). */
+  /** The run belongs in the other line now (its script was demoted meanwhile, or demotion was turned off). */
   leaves(): boolean;
 }
 
@@ -50,7 +50,7 @@ export class RunAdmission {
   /**
    * Resolves once the run may be placed; `cancel` gives up the place (or the admission, if
    * granted meanwhile). `leaves`: checked at releaseLeavers(); once true, the run is let
-   * out at once with an admission that took no room (it goes to a demoted worker).
+   * out at once with an admission that took no room (it joins the other line).
    */
   admit(leaves: () => boolean = () => false): { admission: Promise<Admission>; cancel(): void } {
     let granted: Admission | null = null;
@@ -80,7 +80,7 @@ export class RunAdmission {
     };
   }
 
-  /** Lets out the waiting runs that no longer need room (a script was just demoted: host/run-demotion.ts). */
+  /** Lets out the waiting runs that belong in the other line now (a script was just demoted, or demotion turned on or off: host/run-demotion.ts). */
   releaseLeavers(): void {
     // One pass, keeping the others in order (splicing each out was quadratic: 20,000
     // leavers blocked the embedder's thread for 136 ms, found by review).

@@ -34,6 +34,21 @@ function sharedInFlightProbe(): { modules: HostModules; seen: number[] } {
   return { modules: { probe: { where } }, seen };
 }
 
+/**
+ * A probe host function `started(n)` that records `describe(n)` (by default "started n")
+ * when the guest calls it, and a wait for a recorded event.
+ */
+function startedProbe(describe: (n: unknown) => string = (n) => `started ${String(n)}`) {
+  const events: string[] = [];
+  const started = hostSync((n: unknown) => {
+    events.push(describe(n));
+  });
+  const until = async (done: () => boolean) => {
+    while (!done()) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  return { events, modules: { probe: { started } }, until };
+}
+
 describe("RunDemotion", () => {
   it("demotes a script for demotionMs after its last offence; only a new demotion releases waiting runs", () => {
     let now = 1_000;
@@ -106,6 +121,9 @@ describe("demoted workers", () => {
     const ordinary = `import { where } from "probe"; export default (n) => { where(); return n * 2 }`;
 
     expect((await runScript(ordinary, { input: 1, modules })).ok).toBe(true);
+    // The demoted workers ended in the test before may take a moment to leave /proc.
+    const deadline = Date.now() + 5_000;
+    while (threadNiceValues().includes(19) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(threadNiceValues().filter((nice) => nice === 19)).toEqual([]);
     expect(failure(await runScript(loop, { limits, modules })).kind).toBe("cpu");
     expect(poolStats()).toMatchObject({ demoted: 0, demotedScripts: 1 });
@@ -125,18 +143,16 @@ describe("demoted workers", () => {
   it("runs of a script waiting behind one of its runs (in line, or queued on its worker) go to a demoted worker as soon as that run is seen holding the worker", async () => {
     configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1 });
     const demotedBefore = poolStats().demotedScripts;
-    const events: string[] = [];
-    const started = hostSync((n: unknown) => {
-      events.push(`started ${String(n)}`);
-    });
-    const modules = { probe: { started } };
-    // Spins for 400 ms of CPU time: the watchdog sees it holding the worker after 50 ms.
+    const { events, modules, until } = startedProbe();
+    // Spins until aborted (the watchdog sees it holding the worker after 50 ms of CPU), so
+    // that a demoted worker starting at the lowest priority on a busy machine has the time.
     const spin = `import { started } from "probe"; export default (n) => { started(n); for (;;) {} }`;
-    const first = runScript(spin, { input: 0, limits: { cpuTimeMs: 400, wallTimeMs: 10_000 }, modules }).then((result) => {
+    const stopFirst = new AbortController();
+    const first = runScript(spin, { input: 0, limits: { cpuTimeMs: 30_000, wallTimeMs: 30_000 }, modules, signal: stopFirst.signal }).then((result) => {
       events.push("first ended");
       return result;
     });
-    while (!events.includes("started 0")) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => events.includes("started 0"));
     // Behind the first (one worker, room for one run): sent to the worker and queued there
     // while the first is not yet seen holding it, in line after that.
     const later = [1, 2].map((n) => runScript(spin, { input: n, limits, modules }));
@@ -146,11 +162,12 @@ describe("demoted workers", () => {
     while (waiting() < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1));
     expect(waiting()).toBe(2);
     expect(poolStats().demotedScripts).toBe(demotedBefore);
+    // Both later runs start while the first still holds the only shared worker.
+    await until(() => (events.includes("started 1") && events.includes("started 2")) || events.includes("first ended"));
+    expect(events).not.toContain("first ended");
+    stopFirst.abort();
     const results = await Promise.all([first, ...later]);
-    expect(results.map((result) => failure(result).kind)).toEqual(["cpu", "cpu", "cpu"]);
-    // Both later runs started while the first still held the only shared worker.
-    expect(events.indexOf("started 1")).toBeLessThan(events.indexOf("first ended"));
-    expect(events.indexOf("started 2")).toBeLessThan(events.indexOf("first ended"));
+    expect(results.map((result) => failure(result).kind)).toEqual(["aborted", "cpu", "cpu"]);
     expect(poolStats()).toMatchObject({ waitingRuns: 0, demoted: 1 });
   });
 
@@ -201,16 +218,12 @@ describe("demoted workers", () => {
 
   it("demoted runs wait in a line of their own: queueTimeoutMs and signal end them there, unrun", async () => {
     configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1 });
-    const events: string[] = [];
-    const started = hostSync((n: unknown) => {
-      events.push(`started ${String(n)}`);
-    });
-    const modules = { probe: { started } };
+    const { events, modules, until } = startedProbe();
     const spin = `import { started } from "probe"; export default (n) => { started(n); for (;;) {} } // own line`;
     expect(failure(await runScript(spin, { input: 0, limits, modules })).kind).toBe("cpu");
     // Now demoted: this one holds the demoted worker for 300 ms of CPU time.
     const holder = runScript(spin, { input: 1, limits: { cpuTimeMs: 300, wallTimeMs: 10_000 }, modules });
-    while (!events.includes("started 1")) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => events.includes("started 1"));
     await new Promise((resolve) => setTimeout(resolve, 40));
     const abort = new AbortController();
     const timedOut = [2, 3, 4, 5].map((n) => runScript(spin, { input: n, limits, modules, queueTimeoutMs: 50 }));
@@ -245,11 +258,7 @@ describe("demoted workers", () => {
 
   it("runs waiting in the demoted line when demotion is turned off go to the shared workers, and finish", async () => {
     configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1 });
-    const events: string[] = [];
-    const started = hostSync((n: unknown) => {
-      events.push(`started ${String(n)}`);
-    });
-    const modules = { probe: { started } };
+    const { events, modules, until } = startedProbe();
     const spin = `import { started } from "probe"; export default (n) => { started(n); for (;;) {} } // turned off`;
     const light = `import { started } from "probe"; export default (n) => { started(n); return n }`;
     expect(failure(await runScript(spin, { input: 0, tenant: "off", limits, modules })).kind).toBe("cpu");
@@ -258,7 +267,7 @@ describe("demoted workers", () => {
       events.push("holder ended");
       return result;
     });
-    while (!events.includes("started 1")) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => events.includes("started 1"));
     await new Promise((resolve) => setTimeout(resolve, 40));
     const lights = [2, 3, 4].map((n) => runScript(light, { input: n, tenant: "off", modules }));
     const deadline = Date.now() + 1_000;
@@ -274,11 +283,7 @@ describe("demoted workers", () => {
 
   it("a demoted script's isolated runs get dedicated workers of their own at the lowest priority, also one that waited for an isolated worker while its script was demoted", async () => {
     configurePool({ maxIsolatedWorkers: 1, idleIsolatedWorkers: 1, demotedWorkers: 1 });
-    const events: string[] = [];
-    const started = hostSync((n: unknown) => {
-      events.push(`started ${String(n)} demoted workers ${poolStats().demoted} isolated ${poolStats().isolated}`);
-    });
-    const modules = { probe: { started } };
+    const { events, modules, until } = startedProbe((n) => `started ${String(n)} demoted workers ${poolStats().demoted} isolated ${poolStats().isolated}`);
     const spin = `import { started } from "probe"; export default (n) => { started(n); for (;;) {} } // isolated`;
     const light = `import { started } from "probe"; export default (n) => { started(n); return n } // isolated light`;
     const isolatedBefore = poolStats().isolated;
@@ -286,7 +291,7 @@ describe("demoted workers", () => {
     // The first run holds the only isolated worker for 300 ms of CPU; the watchdog demotes
     // its script after 50 ms, while a second run of it and then a light one wait in order.
     const first = runScript(spin, { input: 1, isolate: true, limits: { cpuTimeMs: 300, wallTimeMs: 10_000 }, modules });
-    while (events.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until(() => events.length > 0);
     const second = runScript(spin, { input: 2, isolate: true, limits, modules });
     const third = runScript(light, { input: 3, isolate: true, modules });
     expect(failure(await first).kind).toBe("cpu");
