@@ -572,12 +572,13 @@ export class WorkerPool {
   );
   /**
    * Dedicated workers, at the lowest OS priority, of isolated sandboxes running demoted
-   * scripts: as many as the isolated ones may be (a demoted heavy script keeps its
-   * parallelism where nobody else wants the CPU), one kept idle while any script is demoted.
+   * scripts: at most demotedWorkers (at least one, so a run waiting here when demotion is
+   * turned off is still served), one kept idle while any script is demoted. Bounded apart
+   * from maxIsolatedWorkers, whose bound would otherwise double (found by review).
    */
   private readonly demotedIsolated = new DedicatedWorkers<WorkerConnection>(
     () => this.startDedicated(true),
-    () => this.options.maxIsolatedWorkers,
+    () => Math.max(1, this.options.demotedWorkers),
     () => (this.demotion.count > 0 ? DEMOTED_IDLE_ISOLATED_WORKERS : 0),
   );
   private nextShared = 0;
@@ -662,7 +663,7 @@ export class WorkerPool {
 
   /**
    * A run of the script recorded under `key` held its worker for long: seen by the
-   * watchdog while it runs, told by its outcome, or hard-stopped (host/run-demotion.ts).
+   * watchdog while it runs, or hard-stopped (host/run-demotion.ts).
    */
   noteHeld(key: string): void {
     if (this.demotionOn) this.demotion.recordHeld(key);

@@ -45,8 +45,6 @@ export interface ActivationOutcome {
   logs: LogEntry[];
   /** queuedMs is the embedder's to measure (host/sandbox.ts). */
   stats: Omit<RunStats, "queuedMs">;
-  /** The most CPU time one guest entry of the activation used (for demotion; not part of RunStats). */
-  longestEntryCpuMs?: number;
   /** Set when the failure disposed the sandbox (its engine instance could not go on). */
   sandboxDisposed?: string;
   /** For loads: the plugin's export names. */

@@ -58,9 +58,13 @@ export class RunDemotion {
   }
 
   /**
-   * A run of the script held its worker for long: one guest entry used HELD_WORKER_CPU_MS
-   * (seen by the watchdog while it runs, so runs of the same script still waiting go apart
-   * at once, or told by the run's outcome), or its guest was hard-stopped.
+   * A run of the script held its worker for long: the watchdog saw one guest entry use
+   * HELD_WORKER_CPU_MS of the worker thread's CPU time and still run (so runs of the same
+   * script still waiting go apart at once), or its guest was hard-stopped. Only the
+   * thread's own CPU clock decides: the guard's charge per entry (wall time minus waits
+   * for a CPU) also counts time the thread stalled in the kernel, and a light tenant
+   * charged 84-286 ms that way, next to a hostile one churning memory on a busy machine,
+   * was demoted (found by review).
    */
   recordHeld(key: string): void {
     const wasDemoted = this.isDemoted(key);

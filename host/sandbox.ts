@@ -22,7 +22,7 @@ import { disposedOutcome, evictedOutcome, hardStoppedOutcome, interruptedOutcome
 import { SandboxHostModules, type ActivationCalls } from "./host-modules/sandbox-modules.js";
 import type { DeclaredModules } from "./host-modules/declaration.js";
 import type { Admission, RunAdmission } from "./run-admission.js";
-import { HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
+import { RunDemotion } from "./run-demotion.js";
 
 let nextSandboxId = 1;
 let nextPluginId = 1;
@@ -578,9 +578,6 @@ export class Sandbox {
 
   #toResult(outcome: ActivationOutcome, prepared: PreparedSource, started: number): RunResult {
     if (outcome.sandboxDisposed) this.#markDisposed(outcome.sandboxDisposed);
-    // A run that held its worker for long in one entry, even one the watchdog did not see
-    // long enough to tell (it looks every 20 ms), demotes its script (host/run-demotion.ts).
-    if (this.#demotionKey !== null && (outcome.longestEntryCpuMs ?? 0) >= HELD_WORKER_CPU_MS) this.#pool.noteHeld(this.#demotionKey);
     // Time between the call and the start of the activation in the worker (queued behind
     // other work, waiting for a worker or a retry): what is not the run's own wall time.
     const elapsed = performance.now() - started;

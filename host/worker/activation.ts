@@ -20,8 +20,6 @@ export class Activation implements Budget {
   readonly startedAt = performance.now();
   readonly wallDeadline: number;
   cpuUsedMs = 0;
-  /** The most CPU time one guest entry used: how long the activation held its worker in one go (host/run-demotion.ts). */
-  longestEntryCpuMs = 0;
   readonly logs: LogEntry[] = [];
   private logBytes = 0;
   private logsTruncated = false;
@@ -53,7 +51,6 @@ export class Activation implements Budget {
 
   chargeCpu(ms: number): void {
     this.cpuUsedMs += ms;
-    if (ms > this.longestEntryCpuMs) this.longestEntryCpuMs = ms;
   }
 
   stopRequested(): boolean {

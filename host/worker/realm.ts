@@ -783,7 +783,6 @@ export class Realm {
         memoryBytes: this.services.engine.memory.buffer.byteLength,
         fetches: activation.fetchCounter.fetches,
       },
-      longestEntryCpuMs: Math.round(activation.longestEntryCpuMs * 1000) / 1000,
       ...(this.dead !== null ? { sandboxDisposed: this.dead } : {}),
     };
     this.activation = null;
