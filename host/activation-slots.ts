@@ -25,13 +25,17 @@ export const NO_SLOT = -1;
 export interface ActivationControl {
   /** Whether the embedder asked for the activation to end (read by the interrupt handler). */
   stopRequested(): boolean;
-  /** Records that the activation had an effect outside the sandbox (before the effect happens). */
-  noteEffect(): void;
+  /**
+   * Records that the activation is about to have an effect outside the sandbox. False when
+   * the embedder has already asked for it to end: the effect must then not happen (a run
+   * withdrawn to re-run elsewhere must not have had one; see withdrawIfEffectFree).
+   */
+  noteEffect(): boolean;
   /** Given by the realm: ends the activation while it waits (on timers, fetches) for an abort message. */
   setAborter(abort: () => void): void;
 }
 
-export const NO_CONTROL: ActivationControl = { stopRequested: () => false, noteEffect: () => undefined, setAborter: () => undefined };
+export const NO_CONTROL: ActivationControl = { stopRequested: () => false, noteEffect: () => true, setAborter: () => undefined };
 
 export class ActivationSlots {
   private readonly slots: Int32Array;
@@ -71,6 +75,21 @@ export class ActivationSlots {
     return Atomics.compareExchange(this.slots, slot, 0, STOP) === 0;
   }
 
+  /**
+   * Withdraws an activation, started or not, that has had no effect outside the sandbox,
+   * so that it can run again elsewhere as if it never ran: sets STOP only while EFFECTS is
+   * not set, and the worker sets EFFECTS only while STOP is not (noteEffect), so exactly
+   * one of the two wins. False if it had effects or was already told to stop.
+   */
+  withdrawIfEffectFree(slot: number): boolean {
+    if (slot === NO_SLOT) return false;
+    for (;;) {
+      const bits = Atomics.load(this.slots, slot);
+      if ((bits & (EFFECTS | STOP)) !== 0) return false;
+      if (Atomics.compareExchange(this.slots, slot, bits, bits | STOP) === bits) return true;
+    }
+  }
+
   /** Whether the worker has yet to start the activation (and it was not withdrawn). */
   isQueued(slot: number): boolean {
     if (slot === NO_SLOT) return false;
@@ -97,7 +116,13 @@ export class ActivationSlots {
     const slots = this.slots;
     return {
       stopRequested: () => (Atomics.load(slots, slot) & STOP) !== 0,
-      noteEffect: () => void Atomics.or(slots, slot, EFFECTS),
+      noteEffect: () => {
+        for (;;) {
+          const bits = Atomics.load(slots, slot);
+          if ((bits & STOP) !== 0) return false;
+          if (Atomics.compareExchange(slots, slot, bits, bits | EFFECTS) === bits) return true;
+        }
+      },
       setAborter: onAborter,
     };
   }

@@ -284,6 +284,19 @@ export class WorkerConnection {
     return started;
   }
 
+  /**
+   * Withdraws an activation, started or not, that has had no effect outside the sandbox
+   * (see ActivationSlots.withdrawIfEffectFree), to run it again elsewhere: the worker ends
+   * it as aborted (at the interrupt's next look, or at once if it waits), and nobody reads
+   * that answer. False if it had effects, or was already told to stop.
+   */
+  withdrawIfEffectFree(slot: number): boolean {
+    if (this.lost || !this.liveSlots.has(slot) || !this.slots.withdrawIfEffectFree(slot)) return false;
+    // A guest waiting on timers or fetches needs the message; one in a loop sees the bit.
+    this.send({ op: "abort", slot }, NO_SLOT).catch(() => undefined);
+    return true;
+  }
+
   /** Withdraws an activation still queued in the worker (see ActivationSlots.withdrawIfQueued). */
   withdrawIfQueued(slot: number): boolean {
     return !this.lost && this.liveSlots.has(slot) && this.slots.withdrawIfQueued(slot);
@@ -604,7 +617,7 @@ export class WorkerPool {
    * embedder (sent at once, thousands of them once took every activation slot of one worker).
    */
   readonly demotedRunAdmission = new RunAdmission(
-    () => this.roomForRuns(this.demoted, this.options.demotedWorkers),
+    () => this.roomForRuns(this.demoted, this.demotedWorkersToCount()),
     () => this.watch(),
   );
 
@@ -683,12 +696,24 @@ export class WorkerPool {
     const leastQueued = (workers: WorkerConnection[]) =>
       workers.reduce<WorkerConnection | undefined>((best, candidate) => (best === undefined || candidate.queuedWork(now) < best.queuedWork(now) ? candidate : best), undefined);
     let connection = leastQueued(this.demoted.filter(hasRoom));
-    // A new one while fewer than demotedWorkers run and none is free.
-    if (this.demoted.length < this.options.demotedWorkers && (connection === undefined || connection.queuedWork(now) > 0)) connection = this.startDemoted();
+    // A new one while fewer than demotedWorkersToCount run and none is free.
+    if (this.demoted.length < this.demotedWorkersToCount() && (connection === undefined || connection.queuedWork(now) > 0)) connection = this.startDemoted();
     // No room anywhere (a run that moved here keeps the admission it had): the least queued.
     connection ??= leastQueued(this.demoted) ?? this.startDemoted();
     connection.sandboxCount++;
     return connection;
+  }
+
+  /**
+   * How many demoted workers demoted runs may count on now: demotedWorkers while no
+   * ordinary run waits in line, else only those already running (at least one). A new
+   * thread spends ~40 ms of CPU starting before it can lower its own priority, at the
+   * embedder's; a native hog hard-stopped on a demoted worker made its replacement start
+   * in the middle of the ordinary runs it was meant to spare, once per hog.
+   */
+  private demotedWorkersToCount(): number {
+    if (this.runAdmission.waitingCount === 0) return this.options.demotedWorkers;
+    return Math.min(this.options.demotedWorkers, Math.max(1, this.demoted.length));
   }
 
   private startDemoted(): WorkerConnection {
@@ -796,6 +821,11 @@ export class WorkerPool {
     let room = perWorker * Math.max(0, count - workers.length);
     for (const connection of workers) room += connection.roomForRuns(now, perWorker);
     return room;
+  }
+
+  /** Whether other runs wait for `connection`: sent to it besides the one running, or in the line of one-shot runs. */
+  othersWaitOn(connection: WorkerConnection): boolean {
+    return connection.activations > 1 || this.runAdmission.waitingCount > 0;
   }
 
   /** Whether a run queued on `connection` would wait for less on another shared worker. */

@@ -127,6 +127,8 @@ export class Sandbox {
    * to a dedicated demoted worker).
    */
   readonly #demotionKey: string | null;
+  /** Re-runs the current one-shot run elsewhere when the watchdog sees it hold its worker (#rerunWhenHeld). */
+  #rerunHeld: (() => void) | null = null;
   readonly #plugins = new Set<Plugin>();
   /** Plugins whose realm went with a lost worker: calls on them end "evicted". */
   readonly #lostPlugins = new WeakSet<Plugin>();
@@ -223,7 +225,12 @@ export class Sandbox {
     connection.onDisposed(this.#id, (reason) => this.#markDisposed(reason));
     // Later runs of a script that holds its worker for long go apart, even those already waiting.
     const demotionKey = this.#demotionKey;
-    if (demotionKey !== null) connection.onHeld(this.#id, () => this.#pool.noteHeld(demotionKey));
+    if (demotionKey !== null) {
+      connection.onHeld(this.#id, () => {
+        this.#pool.noteHeld(demotionKey);
+        this.#rerunHeld?.();
+      });
+    }
     const created = connection.request({ op: "create", sandboxId: this.#id, config: this.#config });
     created.catch(() => undefined);
     const home: Home = { connection, created, confirmed: false };
@@ -474,10 +481,15 @@ export class Sandbox {
         current = { connection: home.connection, slot };
         const settled = Promise.allSettled([home.confirmed ? true : home.created, reply]);
         const moved = this.#movableWhileQueued(home, slot, body.op, moves < MAX_MOVES);
-        const first = await Promise.race([settled, interruption, moved.promise]).finally(moved.cancel);
+        const rerun = this.#rerunWhenHeld(home, slot, body.op, moves < MAX_MOVES);
+        const first = await Promise.race([settled, interruption, moved.promise, rerun.promise]).finally(() => {
+          moved.cancel();
+          rerun.cancel();
+        });
         if (first === "moved") {
-          // Withdrawn unstarted from a worker stuck in another guest: run it elsewhere
-          // (not a bystander retry: the attempt does not count).
+          // Withdrawn unstarted from a worker stuck in another guest, or withdrawn without
+          // effects from a worker it held: run it elsewhere (not a bystander retry: the
+          // attempt does not count).
           moves++;
           attempt--;
           continue;
@@ -544,6 +556,44 @@ export class Sandbox {
     });
     connection.movable.add(move);
     return { promise, cancel: () => connection.movable.delete(move) };
+  }
+
+  /**
+   * Lets a one-shot run that holds a shared worker while others wait for it start again on
+   * a demoted worker. The watchdog saw it use HELD_WORKER_CPU_MS of CPU in one guest entry
+   * (host/run-demotion.ts), so its script has just been demoted; until its limit ends it,
+   * every run queued on the worker, and every run there waiting on a timer, would wait too.
+   * Only a run that has had no effect outside the sandbox (withdrawIfEffectFree: no fetch
+   * sent, no host function called) and whose sandbox streams no logs (onLog would see the
+   * first attempt's lines twice) is re-run: to its caller it ran once, on the demoted worker.
+   * The withdrawn attempt ends at the interrupt's next look; a native call that ignores the
+   * interrupt keeps the worker until it returns or the hard stop.
+   */
+  #rerunWhenHeld(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean): { promise: Promise<"moved">; cancel(): void } {
+    const connection = home.connection;
+    if (!allowed || op !== "run" || !this.#oneShot || this.#onLog !== null || connection.dedicated || connection.demoted || slot < 0) {
+      return { promise: new Promise<"moved">(() => undefined), cancel: () => undefined };
+    }
+    let rerun!: () => void;
+    const promise = new Promise<"moved">((resolve) => {
+      rerun = () => {
+        if (this.#home !== home || this.#plugins.size > 0 || this.#inFlight.size !== 1) return;
+        // Nobody waits for this worker: the run may as well finish here.
+        if (!this.#isDemoted() || !this.#pool.othersWaitOn(connection)) return;
+        if (!connection.withdrawIfEffectFree(slot)) return;
+        this.#rerunHeld = null;
+        this.#leave(home);
+        connection.request({ op: "dispose", sandboxId: this.#id }).catch(() => undefined);
+        resolve("moved");
+      };
+    });
+    this.#rerunHeld = rerun;
+    return {
+      promise,
+      cancel: () => {
+        if (this.#rerunHeld === rerun) this.#rerunHeld = null;
+      },
+    };
   }
 
   /** What becomes of an activation whose worker was lost: an outcome, or "retry" on a fresh one. */

@@ -7,6 +7,9 @@ import type { ErrorKind, LogEntry, LogLevel, SandboxError } from "../types.js";
 import type { Budget } from "./guard.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 
+/** Why an activation the embedder stopped (signal, dispose(), queue timeout) ended. */
+export const ABORTED_MESSAGE = "the embedder ended the activation";
+
 /** What one console entry costs against maxLogBytes at least (see Activation.log). */
 export const LOG_ENTRY_MIN_COST = 64;
 
@@ -63,7 +66,12 @@ export class Activation implements Budget {
    * is lost through no fault of its own (see Sandbox in host/sandbox.ts).
    */
   noteEffect(): void {
-    this.control.noteEffect();
+    // Told to end (aborted, disposed, or withdrawn to re-run elsewhere): the effect must
+    // not happen. The run ends at the interrupt handler's next look, or at once if it waits.
+    if (!this.control.noteEffect()) {
+      this.fail("aborted", "AbortError", ABORTED_MESSAGE);
+      throw new Error(ABORTED_MESSAGE);
+    }
   }
 
   /** Records the first failure; later ones (consequences of the first) are ignored. */

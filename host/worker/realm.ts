@@ -19,7 +19,7 @@ import type { RejectionTracking } from "../engine/rejection-tracker.js";
 import { decodeFromGuest, encodeForGuest } from "../marshal/crossing-values.js";
 import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
 import type { LogEntry, SandboxError } from "../types.js";
-import { Activation, type ActivationKind } from "./activation.js";
+import { ABORTED_MESSAGE, Activation, type ActivationKind } from "./activation.js";
 import { createBridge } from "./bridge/index.js";
 import { hostModuleSource } from "./bridge/host-modules.js";
 import type { GuestBundle } from "./guest-bundle.js";
@@ -27,8 +27,6 @@ import { ExecutionGuard, type Budget, type StopReason, type WatchdogSlot } from 
 import { DEFAULT_LIMITS, type Limits } from "../limits.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 
-/** Why an activation the embedder stopped (signal, dispose(), queue timeout) ended. */
-export const ABORTED_MESSAGE = "the embedder ended the activation";
 import { SandboxFetchTransport } from "../fetch/transport.js";
 
 /**
@@ -644,6 +642,7 @@ export class Realm {
    */
   enterGuest(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, evaluatingModule: string | null = null): QuickJSHandle | null {
     const activation = this.activation!;
+    if (this.stoppedBeforeEntry(activation)) return null;
     let result: { value?: QuickJSHandle; error?: QuickJSHandle };
     try {
       result = this.guard.enter(activation, fn);
@@ -660,6 +659,18 @@ export class Realm {
       return null;
     }
     return result.value!;
+  }
+
+  /**
+   * An activation told to stop (abort, dispose, or withdrawn to run again elsewhere) ends
+   * before its next guest entry. The interrupt handler would stop it too, but QuickJS asks
+   * the handler only every few thousand operations: a guest calling a slow native function
+   * (a search through a 16 MB string) in a short loop would run that call to its end first.
+   */
+  private stoppedBeforeEntry(activation: Activation): boolean {
+    if (!activation.stopRequested()) return false;
+    activation.fail("aborted", "AbortError", ABORTED_MESSAGE);
+    return true;
   }
 
   /** Runs a unit of host-triggered guest work (timer, fetch completion) and then the loop. */
@@ -684,6 +695,7 @@ export class Realm {
     try {
       while (activation.failure === null) {
         if (this.runtime.hasPendingJob()) {
+          if (this.stoppedBeforeEntry(activation)) continue;
           let jobs;
           try {
             jobs = this.guard.enter(activation, () => this.pumpJobs());

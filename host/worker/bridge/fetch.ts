@@ -76,12 +76,14 @@ export function fetchFunctions(realm: Realm): BridgeFunctions {
       if (activation.fetches.has(id)) throw new BridgeArgumentError(`fetch ${id} is already in flight`);
       const target = fetchTarget(input, realm.services.config().location);
       if (target.scheme === "data") return realm.newGuestString(target.href, "a data: URL");
+      // Before anything is held or recorded: it throws (and the request never leaves) once
+      // the embedder has stopped the activation or withdrawn it to run it elsewhere.
+      activation.noteEffect();
       const onSettle = realm.own(functionArg(ctx, onSettleHandle, "onSettle"));
 
       const engine = realm.services.engine;
       const controller = new CancelToken();
       activation.fetches.set(id, { abort: () => controller.abort() });
-      activation.noteEffect();
       /** Calls the guest's callback (once), then lets go of it. */
       const settle = (args: () => QuickJSHandle[]) => {
         realm.guestTask(() => {
