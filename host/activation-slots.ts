@@ -4,20 +4,27 @@
 // is spinning in a loop, whose worker reads no messages until the loop ends, and (b) know
 // whether a run had effects outside the sandbox even after its worker was terminated, when
 // no message can come any more. Each run, load or call in flight gets one slot (an Int32)
-// for its lifetime; both sides only ever set bits in it, with atomic operations, so the
-// order in which they act does not matter:
+// for its lifetime; both sides only ever set bits in it, with atomic operations:
 //
 // - STARTED: the worker took the activation off its queue (set once, by the worker);
 // - EFFECTS: the activation did something visible outside the sandbox (a fetch was sent,
 //   a host function was called), so running it again is not transparent;
-// - STOP:    the embedder wants it ended (abort, dispose, queue timeout). Before STARTED,
-//   the worker skips the activation; after, the interrupt handler stops the guest.
+// - STOP:    the embedder wants it ended (abort, dispose, queue timeout, or withdrawn to
+//   run again elsewhere). Before STARTED, the worker skips the activation; after, the
+//   interrupt handler stops the guest;
+// - DONE:    the worker has its outcome (set once, by the worker, before it replies).
+//
+// Most bits are set unconditionally and their order does not matter. Two pairs are
+// races decided by compare-and-swap, where the order does matter and exactly one side
+// wins: EFFECTS against a withdrawal's STOP (noteEffect, withdrawIfEffectFree), and a
+// withdrawal's STOP against DONE (a run that has finished is never withdrawn).
 
 export const ACTIVATION_SLOT_COUNT = 1024;
 export const ACTIVATION_SLOTS_BYTES = ACTIVATION_SLOT_COUNT * 4;
 const STARTED = 1;
 const EFFECTS = 2;
 const STOP = 4;
+const DONE = 8;
 /** No slot: the activation can neither be stopped early nor tell about its effects. */
 export const NO_SLOT = -1;
 
@@ -33,9 +40,11 @@ export interface ActivationControl {
   noteEffect(): boolean;
   /** Given by the realm: ends the activation while it waits (on timers, fetches) for an abort message. */
   setAborter(abort: () => void): void;
+  /** Records that the activation has its outcome: from now on it cannot be withdrawn (withdrawIfEffectFree). */
+  noteDone(): void;
 }
 
-export const NO_CONTROL: ActivationControl = { stopRequested: () => false, noteEffect: () => true, setAborter: () => undefined };
+export const NO_CONTROL: ActivationControl = { stopRequested: () => false, noteEffect: () => true, setAborter: () => undefined, noteDone: () => undefined };
 
 export class ActivationSlots {
   private readonly slots: Int32Array;
@@ -79,13 +88,14 @@ export class ActivationSlots {
    * Withdraws an activation, started or not, that has had no effect outside the sandbox,
    * so that it can run again elsewhere as if it never ran: sets STOP only while EFFECTS is
    * not set, and the worker sets EFFECTS only while STOP is not (noteEffect), so exactly
-   * one of the two wins. False if it had effects or was already told to stop.
+   * one of the two wins. False if it had effects, was already told to stop, or has its
+   * outcome already (DONE: a finished run is answered, not run twice).
    */
   withdrawIfEffectFree(slot: number): boolean {
     if (slot === NO_SLOT) return false;
     for (;;) {
       const bits = Atomics.load(this.slots, slot);
-      if ((bits & (EFFECTS | STOP)) !== 0) return false;
+      if ((bits & (EFFECTS | STOP | DONE)) !== 0) return false;
       if (Atomics.compareExchange(this.slots, slot, bits, bits | STOP) === bits) return true;
     }
   }
@@ -94,6 +104,12 @@ export class ActivationSlots {
   isQueued(slot: number): boolean {
     if (slot === NO_SLOT) return false;
     return (Atomics.load(this.slots, slot) & (STARTED | STOP)) === 0;
+  }
+
+  /** Whether the embedder has told the activation to end (withdrawn, aborted, disposed). */
+  isStopped(slot: number): boolean {
+    if (slot === NO_SLOT) return false;
+    return (Atomics.load(this.slots, slot) & STOP) !== 0;
   }
 
   /** Whether the activation may have had effects outside the sandbox (true when unknown). */
@@ -124,6 +140,9 @@ export class ActivationSlots {
         }
       },
       setAborter: onAborter,
+      // Unconditional: a withdrawal that won before it (STOP set) discards this outcome
+      // anyway; one that comes after sees DONE and fails.
+      noteDone: () => void Atomics.or(slots, slot, DONE),
     };
   }
 }

@@ -29,6 +29,14 @@ import { DEMOTED_FOR_MS, HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.
  * one; the interrupt stops JavaScript within a few ms, so only native hogs get here.
  */
 export const HARD_STOP_GRACE_CPU_MS = 100;
+/**
+ * How much CPU a run withdrawn to re-run elsewhere (see withdrawIfEffectFree) may still
+ * spend in the guest entry it was withdrawn in (a native call deaf to the interrupt)
+ * before its old worker is terminated. Well above the cost of replacing the worker
+ * (~40 ms of CPU to start a thread, then an engine): a native call that ends sooner is
+ * cheaper to wait for.
+ */
+export const WITHDRAWN_ENTRY_GRACE_CPU_MS = 250;
 /** The same grace where no per-thread CPU clock exists (no /proc): wall time, so generous. */
 export const HARD_STOP_GRACE_WALL_MS = 500;
 /**
@@ -158,16 +166,33 @@ interface Pending {
   slot: number;
 }
 
+/** What a sandbox proxy hears from the watchdog about a guest entry of its own that holds the worker (onHeld). */
+export interface HeldListener {
+  /** Once per entry: it has used HELD_WORKER_CPU_MS and still runs. */
+  held(): void;
+  /**
+   * At every watchdog tick from then on (the first included) while the same entry runs,
+   * with the CPU time the entry has used so far (WatchedEntry.heldFromNs).
+   */
+  stillHeld(usedCpuMs: number): void;
+}
+
 /** What the watchdog knows of the guest entry it is watching. */
 interface WatchedEntry {
   /** ENTRY of the watchdog slot: it names one guest entry (odd while it runs). */
   entry: number;
   /** When the watchdog first saw this entry. */
   seenAt: number;
-  /** The worker thread's clock then (ThreadClock.nowNs). */
-  clockAtSeenNs: number;
-  /** Its sandbox was told the entry held the worker for long (onHeld). */
+  /** Its sandbox was told the entry held the worker for long (onHeld); which sandbox. */
   heldReported: boolean;
+  heldBy?: number;
+  /**
+   * The thread's clock when the entry began (ENTRY_CPU_NS, written by the worker), or when
+   * the watchdog first saw it where there is none: a hold is measured from there. From
+   * the first sighting, a loop was seen holding its worker up to a tick later, and every
+   * run behind it waited that much more (mixed-tenancy bench: ordinary p99 ~5% lower).
+   */
+  heldFromNs: number;
   /** The worker thread's clock when the watchdog first saw the entry past its wall deadline. */
   clockPastWallDeadlineNs?: number;
 }
@@ -194,7 +219,19 @@ export class WorkerConnection {
   private readonly pending = new Map<number, Pending>();
   private readonly logListeners = new Map<number, (entry: LogEntry) => void>();
   private readonly disposeListeners = new Map<number, (reason: string) => void>();
-  private readonly heldListeners = new Map<number, () => void>();
+  private readonly heldListeners = new Map<number, HeldListener>();
+  /**
+   * The guest entry of a run withdrawn from here while it ran (withdrawIfEffectFree), with
+   * the thread's CPU clock then: if that entry runs on past HARD_STOP_GRACE_CPU_MS (a
+   * native call that ignores the interrupt), the worker is terminated then (checkDeadline),
+   * not at the run's CPU limit: the run already runs again elsewhere.
+   */
+  private withdrawnEntry: { entry: number; sandboxId: number; slot: number; clockNs: number } | null = null;
+  /**
+   * Sandboxes made with createSandbox living here (Sandbox registers them): they keep
+   * state (plugins) in the worker, which terminating it for a withdrawn entry would lose.
+   */
+  statefulSandboxes = 0;
   private nextId = 1;
   /** Runs, loads and calls sent and not answered yet: the queue placement compares. */
   activations = 0;
@@ -290,10 +327,39 @@ export class WorkerConnection {
    * it as aborted (at the interrupt's next look, or at once if it waits), and nobody reads
    * that answer. False if it had effects, or was already told to stop.
    */
-  withdrawIfEffectFree(slot: number): boolean {
-    if (this.lost || !this.liveSlots.has(slot) || !this.slots.withdrawIfEffectFree(slot)) return false;
+  withdrawIfEffectFree(slot: number, sandboxId: number): boolean {
+    if (this.lost || !this.liveSlots.has(slot)) return false;
+    // Only while the entry seen holding the worker still runs (HeldListener.stillHeld): one
+    // that has just ended may have been the run's last, its outcome on its way.
+    const watched = this.watched;
+    if (watched === null || watched.heldBy !== sandboxId || this.watchdog[WATCHDOG_FIELDS.entry] !== watched.entry) return false;
+    if (!this.slots.withdrawIfEffectFree(slot)) return false;
     // A guest waiting on timers or fetches needs the message; one in a loop sees the bit.
     this.send({ op: "abort", slot }, NO_SLOT).catch(() => undefined);
+    // One in a native call that ignores the interrupt may be ended sooner (checkDeadline).
+    this.withdrawnEntry = { entry: watched.entry, sandboxId, slot, clockNs: this.clock.nowNs() };
+    return true;
+  }
+
+  /**
+   * Activations sent here, besides the one in `exceptSlot`, that will still run or answer
+   * here: not withdrawn or stopped (a run just moved away still counts in `activations`
+   * until the worker, busy with the entry in question, skips it).
+   */
+  othersInFlight(exceptSlot: number): number {
+    let others = this.activations - this.liveSlots.size;
+    for (const slot of this.liveSlots) if (slot !== exceptSlot && !this.slots.isStopped(slot)) others++;
+    return others;
+  }
+
+  /**
+   * Whether terminating this worker now would cost nothing but re-runs: no sandbox here
+   * holds state (plugins), and every activation here besides `exceptSlot` has had no
+   * effect (each is re-run transparently on a fresh worker, none ends `evicted`).
+   */
+  private onlyEffectFreeRunsBesides(exceptSlot: number): boolean {
+    if (this.statefulSandboxes > 0 || this.activations !== this.liveSlots.size) return false;
+    for (const slot of this.liveSlots) if (slot !== exceptSlot && this.slots.hadEffects(slot)) return false;
     return true;
   }
 
@@ -350,9 +416,9 @@ export class WorkerConnection {
   /**
    * Tells a sandbox proxy that one of its guest entries has used HELD_WORKER_CPU_MS of the
    * worker thread's CPU time (wall time without a per-thread clock) and still runs: its
-   * script holds the worker (host/run-demotion.ts). Once per entry, from the watchdog.
+   * script holds the worker (host/run-demotion.ts). See HeldListener.
    */
-  onHeld(sandboxId: number, listener: (() => void) | null): void {
+  onHeld(sandboxId: number, listener: HeldListener | null): void {
     if (listener) this.heldListeners.set(sandboxId, listener);
     else this.heldListeners.delete(sandboxId);
   }
@@ -482,12 +548,17 @@ export class WorkerConnection {
     // deadline also moves within one (after each synchronous host call), which made every
     // such call look like a new entry: runs queued behind a guest making them never moved.
     const entry = this.watchdog[WATCHDOG_FIELDS.entry]!;
+    if (this.withdrawnEntry !== null && this.withdrawnEntry.entry !== entry) this.withdrawnEntry = null;
     if (entry % 2 === 0) {
       this.watched = null;
       return;
     }
     if (this.watched === null || this.watched.entry !== entry) {
-      this.watched = { entry, seenAt: nowEpochMs, clockAtSeenNs: this.clock.nowNs(), heldReported: false };
+      const nowNs = this.clock.nowNs();
+      const startNs = this.clock.isCpu ? this.watchdog[WATCHDOG_FIELDS.entryCpuNs]! : 0;
+      // Still the same entry after reading its start: the start is that entry's.
+      const fromStart = startNs > 0 && startNs <= nowNs && this.watchdog[WATCHDOG_FIELDS.entry] === entry;
+      this.watched = { entry, seenAt: nowEpochMs, heldFromNs: fromStart ? startNs : nowNs, heldReported: false };
       return;
     }
     // Sandbox 0 is the worker's own warm-up (idle work in slices of a few ms, which a
@@ -495,18 +566,42 @@ export class WorkerConnection {
     const warmingUp = this.watchdog[WATCHDOG_FIELDS.sandboxId] === 0;
     if (!warmingUp && !this.watched.heldReported) {
       const sandboxId = this.watchdog[WATCHDOG_FIELDS.sandboxId]!;
-      const usedNs = this.clock.nowNs() - this.watched.clockAtSeenNs;
+      const usedNs = this.clock.nowNs() - this.watched.heldFromNs;
       // Still the same entry after the clock read: the sandbox id read before it is that
       // entry's, not one of another sandbox begun meanwhile (found by review).
       if (usedNs >= HELD_WORKER_CPU_MS * 1e6 && this.watchdog[WATCHDOG_FIELDS.entry] === entry) {
         this.watched.heldReported = true;
-        this.heldListeners.get(sandboxId)?.();
+        this.watched.heldBy = sandboxId;
+        this.heldListeners.get(sandboxId)?.held();
       }
     }
     if (!warmingUp && nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0) {
       // A run of a demoted script moves to a demoted worker even where no other has room.
       const roomElsewhere = this.pool.hasRoomElsewhere(this, nowEpochMs);
       for (const move of [...this.movable]) move(roomElsewhere);
+    }
+    if (this.watched.heldBy !== undefined) {
+      this.heldListeners.get(this.watched.heldBy)?.stillHeld((this.clock.nowNs() - this.watched.heldFromNs) / 1e6);
+    }
+    if (this.lost) return;
+    const withdrawn = this.withdrawnEntry;
+    if (
+      withdrawn !== null &&
+      this.clock.nowNs() - withdrawn.clockNs > WITHDRAWN_ENTRY_GRACE_CPU_MS * 1e6 &&
+      this.watchdog[WATCHDOG_FIELDS.entry] === entry &&
+      this.pool.othersWaitOn(this, withdrawn.slot) &&
+      this.onlyEffectFreeRunsBesides(withdrawn.slot)
+    ) {
+      // Withdrawn and running again elsewhere, but stuck in a native call here: the others
+      // on this worker would wait for it to return, or to its CPU limit. Terminated only
+      // where that costs them nothing but a re-run on a fresh worker (the withdrawn
+      // attempt's answer is dropped, so ending it loses nothing either); otherwise it runs
+      // on, as any guest, to its end or its own hard stop.
+      this.withdrawnEntry = null;
+      this.pool.noteHardStop();
+      this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${withdrawn.sandboxId}, withdrawn to run again elsewhere but stuck in a native call`, withdrawn.sandboxId, "cpu"));
+      void this.worker.terminate();
+      return;
     }
     // DEADLINE is 0 while the entry waits for a synchronous host call: that wait is not
     // watched for a hard stop (the waiter bounds it by the wall deadline itself).
@@ -538,6 +633,7 @@ export class WorkerConnection {
     const sandboxId = this.watchdog[WATCHDOG_FIELDS.sandboxId]!;
     // Still the same entry: the sandbox blamed (and demoted) is the one that ran it.
     if (this.watchdog[WATCHDOG_FIELDS.entry] !== entry) return;
+    this.pool.noteHardStop();
     this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason));
     void this.worker.terminate();
   }
@@ -823,10 +919,16 @@ export class WorkerPool {
     return room;
   }
 
-  /** Whether other runs wait for `connection`: sent to it besides the one running, or in the line of one-shot runs. */
-  othersWaitOn(connection: WorkerConnection): boolean {
-    return connection.activations > 1 || this.runAdmission.waitingCount > 0;
+  /** Whether other runs wait for `connection`: sent to it besides the one in `slot` (and not withdrawn), or in the line of one-shot runs. */
+  othersWaitOn(connection: WorkerConnection, slot: number): boolean {
+    return connection.othersInFlight(slot) > 0 || this.runAdmission.waitingCount > 0;
   }
+
+  /** The watchdog terminated a worker (a guest stuck past its deadline, or a withdrawn one in a native call). */
+  noteHardStop(): void {
+    this.hardStops++;
+  }
+  private hardStops = 0;
 
   /** Whether a run queued on `connection` would wait for less on another shared worker. */
   hasRoomElsewhere(connection: WorkerConnection, nowEpochMs: number): boolean {
@@ -900,9 +1002,11 @@ export class WorkerPool {
       idleIsolated: this.isolated.idleCount,
       waitingForIsolated: this.isolated.waiting,
       inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
+      inFlightPerDemotedWorker: this.demoted.map((connection) => connection.activations),
       waitingRuns: this.runAdmission.waitingCount + this.demotedRunAdmission.waitingCount,
       demoted: this.demoted.length + this.demotedIsolated.alive,
       demotedScripts: this.demotion.count,
+      hardStops: this.hardStops,
     };
   }
 
@@ -939,12 +1043,16 @@ export interface PoolStats {
   waitingForIsolated: number;
   /** Runs, loads and calls sent to each shared worker and not answered yet. */
   inFlightPerSharedWorker: number[];
+  /** The same for each shared demoted worker (the runs from the demoted line among them wait there, unstarted, at most queuedRunsPerWorker at a time). */
+  inFlightPerDemotedWorker: number[];
   /** One-shot runs (runScript) waiting in the embedder for room on a shared or demoted worker (queuedRunsPerWorker). */
   waitingRuns: number;
   /** Demoted workers alive: shared ones (demotedWorkers) and dedicated ones of isolated demoted runs (up to maxIsolatedWorkers). */
   demoted: number;
   /** Scripts whose one-shot runs go to the demoted workers now (host/run-demotion.ts). */
   demotedScripts: number;
+  /** Workers the watchdog has terminated since the pool was made, each to stop a guest stuck in native code (the hard stop). */
+  hardStops: number;
 }
 
 export function poolStats(): PoolStats {

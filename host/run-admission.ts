@@ -23,6 +23,8 @@ interface Waiter {
   admit(admission: Admission): void;
   /** The run belongs in the other line now (its script was demoted meanwhile, or demotion was turned off). */
   leaves(): boolean;
+  /** It came back (admit's `ahead`): it waits before the others, behind those that came back before it. */
+  ahead: boolean;
 }
 
 /** Given to a run that leaves the line without taking room: nothing to give back. */
@@ -50,12 +52,15 @@ export class RunAdmission {
   /**
    * Resolves once the run may be placed; `cancel` gives up the place (or the admission, if
    * granted meanwhile). `leaves`: checked at releaseLeavers(); once true, the run is let
-   * out at once with an admission that took no room (it joins the other line).
+   * out at once with an admission that took no room (it joins the other line). `ahead`:
+   * a run that was placed once and withdrawn from its worker (moved off a stuck worker,
+   * or withdrawn to re-run) goes before the runs that arrived after it, which are all of
+   * those waiting.
    */
-  admit(leaves: () => boolean = () => false): { admission: Promise<Admission>; cancel(): void } {
+  admit(leaves: () => boolean = () => false, ahead = false): { admission: Promise<Admission>; cancel(): void } {
     let granted: Admission | null = null;
     let cancelled = false;
-    const waiter: Waiter = { admit: () => undefined, leaves };
+    const waiter: Waiter = { admit: () => undefined, leaves, ahead };
     const admission = new Promise<Admission>((resolve) => {
       waiter.admit = (admission) => {
         granted = admission;
@@ -64,9 +69,12 @@ export class RunAdmission {
       };
     });
     // First come, first served: a new run never overtakes one already waiting.
-    if (this.waiting.length === 0 && this.unplaced < this.room()) waiter.admit(this.grant());
+    if ((ahead || this.waiting.length === 0) && this.unplaced < this.room()) waiter.admit(this.grant());
     else {
-      this.waiting.push(waiter);
+      if (ahead) {
+        const firstNotAhead = this.waiting.findIndex((other) => !other.ahead);
+        this.waiting.splice(firstNotAhead === -1 ? this.waiting.length : firstNotAhead, 0, waiter);
+      } else this.waiting.push(waiter);
       this.onWait();
     }
     return {

@@ -22,7 +22,7 @@ import { disposedOutcome, evictedOutcome, hardStoppedOutcome, interruptedOutcome
 import { SandboxHostModules, type ActivationCalls } from "./host-modules/sandbox-modules.js";
 import type { DeclaredModules } from "./host-modules/declaration.js";
 import type { Admission, RunAdmission } from "./run-admission.js";
-import { RunDemotion } from "./run-demotion.js";
+import { HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
 
 let nextSandboxId = 1;
 let nextPluginId = 1;
@@ -122,13 +122,20 @@ export class Sandbox {
   /** Its place in that line once admitted; given back when the run is sent (or never will be). */
   #admission: Admission | null = null;
   /**
+   * Its run was withdrawn from the worker it was placed on (moved off a stuck worker, or
+   * withdrawn to re-run): it waits in line again, ahead of the runs that came after it.
+   * Placed at once instead, a moved run went to the least queued worker even when none
+   * had room, often the stuck one it had just left, and moved again at the next tick.
+   */
+  #returning = false;
+  /**
    * runScript's sandbox: its script's key in the pool's record of demoted scripts. A
    * demoted script's run goes to a demoted worker (not through the line; an isolated one
    * to a dedicated demoted worker).
    */
   readonly #demotionKey: string | null;
   /** Re-runs the current one-shot run elsewhere when the watchdog sees it hold its worker (#rerunWhenHeld). */
-  #rerunHeld: (() => void) | null = null;
+  #rerunHeld: ((usedCpuMs: number) => void) | null = null;
   readonly #plugins = new Set<Plugin>();
   /** Plugins whose realm went with a lost worker: calls on them end "evicted". */
   readonly #lostPlugins = new WeakSet<Plugin>();
@@ -206,15 +213,18 @@ export class Sandbox {
       }
     } else {
       let demoted = this.#isDemoted();
-      // Once only: a run that moves to another worker, or re-runs after losing one, keeps its place.
+      // Once, and again after a withdrawal (#returning); a run re-sent after losing its
+      // worker keeps its admission (bystanders go to the fresh worker at once).
       while (this.#oneShot && this.#admission === null) {
         // A run leaves its line when its script's standing changes while it waits: demoted
         // (an earlier run of it was seen holding its worker), or no longer (demotion was
         // turned off: its line would never move again), and joins the other one.
         const line = demoted ? this.#pool.demotedRunAdmission : this.#pool.runAdmission;
-        const admission = await this.#waitInLine(line, () => this.#isDemoted() !== demoted);
-        if (this.#isDemoted() === demoted) this.#admission = admission;
-        else {
+        const admission = await this.#waitInLine(line, () => this.#isDemoted() !== demoted, this.#returning);
+        if (this.#isDemoted() === demoted) {
+          this.#admission = admission;
+          this.#returning = false;
+        } else {
           admission.placed();
           demoted = !demoted;
         }
@@ -222,13 +232,16 @@ export class Sandbox {
       connection = demoted ? this.#pool.acquireDemoted() : this.#pool.acquireShared(this.#oneShot);
     }
     connection.onLog(this.#id, this.#onLog);
+    // A createSandbox sandbox keeps state (plugins) in its worker: see WorkerConnection.statefulSandboxes.
+    if (!this.#oneShot) connection.statefulSandboxes++;
     connection.onDisposed(this.#id, (reason) => this.#markDisposed(reason));
     // Later runs of a script that holds its worker for long go apart, even those already waiting.
     const demotionKey = this.#demotionKey;
     if (demotionKey !== null) {
-      connection.onHeld(this.#id, () => {
-        this.#pool.noteHeld(demotionKey);
-        this.#rerunHeld?.();
+      connection.onHeld(this.#id, {
+        held: () => this.#pool.noteHeld(demotionKey),
+        // Checked at every tick while held: runs sent a moment later wait behind it too.
+        stillHeld: (usedCpuMs) => this.#rerunHeld?.(usedCpuMs),
       });
     }
     const created = connection.request({ op: "create", sandboxId: this.#id, config: this.#config });
@@ -239,8 +252,8 @@ export class Sandbox {
   }
 
   /** Waits in one of the pool's lines of one-shot runs (host/run-admission.ts); dispose, signal and queueTimeoutMs reach it there. */
-  async #waitInLine(line: RunAdmission, leaves?: () => boolean): Promise<Admission> {
-    const wait = line.admit(leaves);
+  async #waitInLine(line: RunAdmission, leaves?: () => boolean, ahead = false): Promise<Admission> {
+    const wait = line.admit(leaves, ahead);
     this.#homeWait = wait;
     const admission = await wait.admission;
     this.#homeWait = null;
@@ -260,12 +273,18 @@ export class Sandbox {
     if (this.#home !== home) return;
     this.#home = null;
     this.#homeReady = null;
-    home.connection.onLog(this.#id, null);
-    home.connection.onDisposed(this.#id, null);
-    home.connection.onHeld(this.#id, null);
+    this.#detach(home.connection);
     this.#pool.release(home.connection);
     for (const plugin of this.#plugins) this.#lostPlugins.add(plugin);
     this.#plugins.clear();
+  }
+
+  /** Undoes what #findHome registered on a worker the sandbox leaves. */
+  #detach(connection: WorkerConnection): void {
+    connection.onLog(this.#id, null);
+    connection.onDisposed(this.#id, null);
+    connection.onHeld(this.#id, null);
+    if (!this.#oneShot) connection.statefulSandboxes--;
   }
 
   #currentHome(): Promise<Home> {
@@ -409,9 +428,7 @@ export class Sandbox {
     const home = this.#home;
     if (home === null) return;
     this.#home = null;
-    home.connection.onLog(this.#id, null);
-    home.connection.onDisposed(this.#id, null);
-    home.connection.onHeld(this.#id, null);
+    this.#detach(home.connection);
     if (!home.connection.dedicated) {
       // Not awaited: a shared worker forgets the sandbox as soon as the message arrives
       // (every later request to it finds it gone) and frees its engine when no run is
@@ -445,7 +462,8 @@ export class Sandbox {
       interrupt: (kind) => {
         if (interrupted !== null) return;
         if (kind === "queue-timeout") {
-          // Only a run that has not started yet: once started, its own limits apply.
+          // Only a run whose attempt has not started yet: once started, its own limits
+          // apply (a run withdrawn to re-run waits for its next attempt: see armQueueTimer).
           if (current !== null && !current.connection.withdrawIfQueued(current.slot)) return;
         } else if (current !== null) {
           current.connection.stop(current.slot);
@@ -457,7 +475,16 @@ export class Sandbox {
     const onAbort = () => inFlight.interrupt("aborted");
     const { signal, queueTimeoutMs } = options;
     signal?.addEventListener("abort", onAbort, { once: true });
-    const queueTimer = queueTimeoutMs === null ? null : setTimeout(() => inFlight.interrupt("queue-timeout"), queueTimeoutMs);
+    // queueTimeoutMs bounds the wait for the attempt that counts: a deadline, re-armed when
+    // a run is withdrawn and waits again (its first attempt may have outlived the timer).
+    const queueDeadline = queueTimeoutMs === null ? null : performance.now() + queueTimeoutMs;
+    let queueTimer: NodeJS.Timeout | null = null;
+    const armQueueTimer = () => {
+      if (queueDeadline === null) return;
+      if (queueTimer !== null) clearTimeout(queueTimer);
+      queueTimer = setTimeout(() => inFlight.interrupt("queue-timeout"), Math.max(0, queueDeadline - performance.now()));
+    };
+    armQueueTimer();
     this.#inFlight.add(inFlight);
     if (signal?.aborted) onAbort();
     const filename = body.op === "call" ? options.filename ?? "plugin.js" : body.filename;
@@ -468,6 +495,9 @@ export class Sandbox {
         if (interrupted !== null) return interruptedOutcome(interrupted, queueTimeoutMs, null);
         const home = await Promise.race([this.#currentHome(), interruption]).catch(() => "interrupted" as const);
         if (home === "interrupted") return interruptedOutcome(interrupted ?? "disposed", queueTimeoutMs, null);
+        // Stopped while its home was being found (the race above takes the home when both
+        // are ready): it must not be sent, with no slot yet to tell the worker to skip it.
+        if (interrupted !== null) return interruptedOutcome(interrupted, queueTimeoutMs, null);
         // A worker found lost before sending: the activation never left, so it had no effects.
         const neverSent = home.connection.lost !== null;
         // Host modules: the activation's host-call scope lives on the worker it is sent to,
@@ -486,10 +516,20 @@ export class Sandbox {
           moved.cancel();
           rerun.cancel();
         });
-        if (first === "moved") {
+        if (first === "moved" || first === "rerun") {
           // Withdrawn unstarted from a worker stuck in another guest, or withdrawn without
           // effects from a worker it held: run it elsewhere (not a bystander retry: the
-          // attempt does not count).
+          // attempt does not count). Until it is sent again, a queue timeout or an abort has
+          // no slot to withdraw or stop: it ends the wait at once.
+          current = null;
+          // It waits in line again, at the front (#returning). A re-run waits in the demoted
+          // workers' line like any other demoted run: sent straight there, a stream of them
+          // once piled up on one demoted worker (review).
+          if (this.#oneShot) {
+            this.#admission = null;
+            this.#returning = true;
+          }
+          armQueueTimer();
           moves++;
           attempt--;
           continue;
@@ -527,7 +567,7 @@ export class Sandbox {
     } finally {
       hostCalls?.end();
       signal?.removeEventListener("abort", onAbort);
-      if (queueTimer) clearTimeout(queueTimer);
+      if (queueTimer !== null) clearTimeout(queueTimer);
       this.#inFlight.delete(inFlight);
     }
   }
@@ -565,26 +605,33 @@ export class Sandbox {
    * every run queued on the worker, and every run there waiting on a timer, would wait too.
    * Only a run that has had no effect outside the sandbox (withdrawIfEffectFree: no fetch
    * sent, no host function called) and whose sandbox streams no logs (onLog would see the
-   * first attempt's lines twice) is re-run: to its caller it ran once, on the demoted worker.
-   * The withdrawn attempt ends at the interrupt's next look; a native call that ignores the
-   * interrupt keeps the worker until it returns or the hard stop.
+   * first attempt's lines twice) is re-run: to its caller it ran once, on the demoted worker,
+   * where it waits in the demoted line first. Checked at every watchdog tick while the entry
+   * holds the worker. The withdrawn attempt ends at the interrupt's next look; one in a
+   * native call that ignores the interrupt may make the watchdog terminate the old worker
+   * WITHDRAWN_ENTRY_GRACE_CPU_MS later, where that costs the others there only a re-run
+   * (WorkerConnection.checkDeadline).
    */
-  #rerunWhenHeld(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean): { promise: Promise<"moved">; cancel(): void } {
+  #rerunWhenHeld(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean): { promise: Promise<"rerun">; cancel(): void } {
     const connection = home.connection;
     if (!allowed || op !== "run" || !this.#oneShot || this.#onLog !== null || connection.dedicated || connection.demoted || slot < 0) {
-      return { promise: new Promise<"moved">(() => undefined), cancel: () => undefined };
+      return { promise: new Promise<"rerun">(() => undefined), cancel: () => undefined };
     }
-    let rerun!: () => void;
-    const promise = new Promise<"moved">((resolve) => {
-      rerun = () => {
+    let rerun!: (usedCpuMs: number) => void;
+    const promise = new Promise<"rerun">((resolve) => {
+      rerun = (usedCpuMs) => {
         if (this.#home !== home || this.#plugins.size > 0 || this.#inFlight.size !== 1) return;
+        // Far into a large CPU budget it stays: started again from nothing, it would spend
+        // that much again (at most 200 ms, or half its budget, is thrown away). One past its
+        // limit is the hard stop's.
+        if (usedCpuMs > Math.max(this.#limits.cpuTimeMs / 2, 4 * HELD_WORKER_CPU_MS) || usedCpuMs >= this.#limits.cpuTimeMs) return;
         // Nobody waits for this worker: the run may as well finish here.
-        if (!this.#isDemoted() || !this.#pool.othersWaitOn(connection)) return;
-        if (!connection.withdrawIfEffectFree(slot)) return;
+        if (!this.#isDemoted() || !this.#pool.othersWaitOn(connection, slot)) return;
+        if (!connection.withdrawIfEffectFree(slot, this.#id)) return;
         this.#rerunHeld = null;
         this.#leave(home);
         connection.request({ op: "dispose", sandboxId: this.#id }).catch(() => undefined);
-        resolve("moved");
+        resolve("rerun");
       };
     });
     this.#rerunHeld = rerun;

@@ -33,9 +33,13 @@ export type StopReason = "cpu" | "timeout" | "limit" | "aborted";
  *                     between entries. The embedder tells one entry from the next by it, not
  *                     by CPU_DEADLINE, which also moves within an entry (outsideGuest), nor
  *                     by DEADLINE, which is the same for all entries of an activation.
+ *   [7] ENTRY_CPU_NS  the thread's CPU clock when the running entry began (written just
+ *                     before ENTRY turns odd; left as it was for a wall-only budget): the
+ *                     embedder measures how long an entry has held the worker from its
+ *                     start, not from when the watchdog first saw it, up to a tick later.
  */
-export const WATCHDOG_FIELDS = { deadline: 0, sandboxId: 1, reason: 2, cpuDeadlineNs: 3, threadId: 4, stopRequested: 5, entry: 6 } as const;
-export const WATCHDOG_BYTES = 7 * 8;
+export const WATCHDOG_FIELDS = { deadline: 0, sandboxId: 1, reason: 2, cpuDeadlineNs: 3, threadId: 4, stopRequested: 5, entry: 6, entryCpuNs: 7 } as const;
+export const WATCHDOG_BYTES = 8 * 8;
 export const WATCHDOG_REASON = { cpu: 1, timeout: 2, aborted: 3 } as const;
 
 /** This thread's CPU clock (one per worker thread: module state is per thread). */
@@ -96,8 +100,9 @@ export class WatchdogSlot {
   exit(): void {
     this.view[0] = 0;
   }
-  /** Marks the start (ENTRY becomes odd) and the end (even) of a guest entry. */
-  markEntry(): void {
+  /** Marks the start (ENTRY becomes odd) and the end (even) of a guest entry; `cpuStartNs`: the thread's CPU clock at a start (0: none). */
+  markEntry(cpuStartNs = 0): void {
+    if (this.view.length > WATCHDOG_FIELDS.entryCpuNs && cpuStartNs > 0) this.view[WATCHDOG_FIELDS.entryCpuNs] = cpuStartNs;
     if (this.view.length > WATCHDOG_FIELDS.entry) this.view[WATCHDOG_FIELDS.entry]!++;
   }
   /** Whether the embedder asked to stop this sandbox's activation (clears the request). */
@@ -236,7 +241,8 @@ export class ExecutionGuard {
     this.depth = 1;
     this.budget = budget;
     this.armed = { wallEpochMs: performance.timeOrigin + budget.wallDeadline, cpuEpochMs };
-    this.watchdog.markEntry();
+    // The CPU clock at the start, as enter() took it (never later than the truth).
+    this.watchdog.markEntry(Number.isFinite(this.cpuDeadlineNs) ? this.cpuDeadlineNs - this.entryBudgetMs * 1e6 : 0);
     this.armWatchdog();
     try {
       return fn();

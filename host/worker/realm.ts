@@ -116,6 +116,11 @@ export class Realm {
   private draining = false;
   /** An interrupt while the job queue was pumped can leave QuickJS unable to free the realm. */
   private interruptedInJobs = false;
+  /**
+   * Whether the current (or last) activation ran any guest code: a plugin call aborted
+   * before its first entry (it waited behind another call) left the plugin as it was.
+   */
+  enteredGuest = false;
   /** An activation here ended with kind memory (see exhaustedHeap). */
   private hitMemoryLimit = false;
   private stackBytes = -1;
@@ -482,6 +487,7 @@ export class Realm {
       this.guestTask(() => undefined);
     });
     this.guard.reset();
+    this.enteredGuest = false;
     if (this.stackBytes !== config.limits.stackBytes) {
       this.stackBytes = config.limits.stackBytes;
       this.runtime.setMaxStackSize(this.stackBytes);
@@ -643,6 +649,7 @@ export class Realm {
   enterGuest(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, evaluatingModule: string | null = null): QuickJSHandle | null {
     const activation = this.activation!;
     if (this.stoppedBeforeEntry(activation)) return null;
+    this.enteredGuest = true;
     let result: { value?: QuickJSHandle; error?: QuickJSHandle };
     try {
       result = this.guard.enter(activation, fn);
@@ -696,6 +703,7 @@ export class Realm {
       while (activation.failure === null) {
         if (this.runtime.hasPendingJob()) {
           if (this.stoppedBeforeEntry(activation)) continue;
+          this.enteredGuest = true;
           let jobs;
           try {
             jobs = this.guard.enter(activation, () => this.pumpJobs());

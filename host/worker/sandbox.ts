@@ -255,8 +255,10 @@ export class WorkerSandbox implements RealmServices {
       renewHostCallToken(slot.realm, hostCalls);
       const outcome = await slot.realm.call(name, args, control);
       // A limit stopped the plugin mid-flight: its state and job queue are torn, so it is
-      // unloaded rather than called again in an unknown state.
-      if (!outcome.ok && outcome.error && STOPPING_KINDS.has(outcome.error.kind) && this.plugins.get(pluginId) === slot) {
+      // unloaded rather than called again in an unknown state. A call aborted before any of
+      // its code ran (it waited behind another call on the plugin) tore nothing.
+      const tornMidFlight = slot.realm.enteredGuest || outcome.error?.kind !== "aborted";
+      if (!outcome.ok && outcome.error && STOPPING_KINDS.has(outcome.error.kind) && tornMidFlight && this.plugins.get(pluginId) === slot) {
         this.unload(pluginId);
         return { ...outcome, error: { ...outcome.error, message: `${outcome.error.message}; the plugin was unloaded` } };
       }

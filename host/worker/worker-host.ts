@@ -461,7 +461,10 @@ export class WorkerHost {
     if (!this.slots.start(slot)) return null;
     const control = this.slots.control(slot, (abort) => this.aborters.set(slot, abort));
     try {
-      return await work(this.ready.get(request.sandboxId) ?? (await this.sandbox(request.sandboxId)), control);
+      const outcome = await work(this.ready.get(request.sandboxId) ?? (await this.sandbox(request.sandboxId)), control);
+      // Answered from here on: a run that finished is not withdrawn to run again.
+      control.noteDone();
+      return outcome;
     } finally {
       this.aborters.delete(slot);
     }

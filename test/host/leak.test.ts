@@ -200,7 +200,10 @@ describe("leaks: the DEBUG_SYNC engine survives every kind of activation", () =>
         await healthy("a cpu limit with a timer pending");
 
         expectFailure(
-          await sandbox.run(`export default () => { setInterval(() => {}, 5); queueMicrotask(() => {}); return new Promise((resolve) => setTimeout(resolve, 60_000)); }`),
+          // An interval of 20 ms, not 5: each of its callbacks costs the debug engine ~0.4 ms
+          // of CPU (250-300 ms over the 4 s wall limit at 5 ms when idle), and under a full
+          // test run that once doubled past the 600 ms CPU limit.
+          await sandbox.run(`export default () => { setInterval(() => {}, 20); queueMicrotask(() => {}); return new Promise((resolve) => setTimeout(resolve, 60_000)); }`),
           "timeout",
           /wallTimeMs/,
         );

@@ -85,6 +85,46 @@ describe("RunAdmission", () => {
     expect(await admittedSoon(after)).toBe(false);
     expect(line.waitingCount).toBe(1);
   });
+
+  it("a run withdrawn from its worker waits again ahead of the runs that came after it, and takes room at once where there is some", async () => {
+    let room = 1;
+    const line = new RunAdmission(() => room);
+    const order: string[] = [];
+    const admit = (name: string, ahead = false) => {
+      const wait = line.admit(undefined, ahead);
+      void wait.admission.then((admission) => {
+        order.push(name);
+        return admission;
+      });
+      return wait;
+    };
+    const first = admit("first");
+    admit("later 1");
+    admit("later 2");
+    await Promise.resolve();
+    expect(order).toEqual(["first"]);
+    // The first run was placed, then withdrawn (moved off a stuck worker): it waits again,
+    // before the two that waited behind it, while no worker has room.
+    room = 0;
+    (await first.admission).placed();
+    admit("first, back", true);
+    await Promise.resolve();
+    expect(line.waitingCount).toBe(3);
+    // Another comes back after it: behind it, still before the others.
+    admit("second, back", true);
+    room = 2;
+    line.wake();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(order).toEqual(["first", "first, back", "second, back"]);
+    // With room, a run coming back is admitted at once even though others wait (it had
+    // its place before them).
+    room = 3;
+    admit("ahead with room", true);
+    await Promise.resolve();
+    expect(order).toEqual(["first", "first, back", "second, back", "ahead with room"]);
+    expect(line.waitingCount).toBe(2);
+  });
 });
 
 describe("the line of one-shot runs", () => {
