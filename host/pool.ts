@@ -171,10 +171,12 @@ export interface HeldListener {
   /** Once per entry: it has used HELD_WORKER_CPU_MS and still runs. */
   held(): void;
   /**
-   * At every watchdog tick from then on (the first included) while the same entry runs,
-   * with the CPU time the entry has used so far (WatchedEntry.heldFromNs).
+   * At every watchdog tick from then on (the first included) while the same entry runs
+   * and its activation is within its deadlines, with the CPU time the entry has used so
+   * far (WatchedEntry.heldFromNs) and the CPU time left in the activation's budget (null
+   * where unknown: no per-thread clock).
    */
-  stillHeld(usedCpuMs: number): void;
+  stillHeld(entryCpuMs: number, cpuLeftMs: number | null): void;
 }
 
 /** What the watchdog knows of the guest entry it is watching. */
@@ -222,7 +224,7 @@ export class WorkerConnection {
   private readonly heldListeners = new Map<number, HeldListener>();
   /**
    * The guest entry of a run withdrawn from here while it ran (withdrawIfEffectFree), with
-   * the thread's CPU clock then: if that entry runs on past HARD_STOP_GRACE_CPU_MS (a
+   * the thread's CPU clock then: if that entry runs on past WITHDRAWN_ENTRY_GRACE_CPU_MS (a
    * native call that ignores the interrupt), the worker is terminated then (checkDeadline),
    * not at the run's CPU limit: the run already runs again elsewhere.
    */
@@ -353,13 +355,14 @@ export class WorkerConnection {
   }
 
   /**
-   * Whether terminating this worker now would cost nothing but re-runs: no sandbox here
-   * holds state (plugins), and every activation here besides `exceptSlot` has had no
-   * effect (each is re-run transparently on a fresh worker, none ends `evicted`).
+   * Whether terminating this worker now would cost the others nothing but being sent
+   * again: no sandbox here holds state (plugins), and every activation here besides
+   * `exceptSlot` is unstarted (or withdrawn). A started one, even without effects, would
+   * lose its progress, stream its logs twice (onLog) or use up a bystander retry.
    */
-  private onlyEffectFreeRunsBesides(exceptSlot: number): boolean {
+  private onlyUnstartedRunsBesides(exceptSlot: number): boolean {
     if (this.statefulSandboxes > 0 || this.activations !== this.liveSlots.size) return false;
-    for (const slot of this.liveSlots) if (slot !== exceptSlot && this.slots.hadEffects(slot)) return false;
+    for (const slot of this.liveSlots) if (slot !== exceptSlot && !this.slots.isQueued(slot) && !this.slots.isStopped(slot)) return false;
     return true;
   }
 
@@ -581,7 +584,14 @@ export class WorkerConnection {
       for (const move of [...this.movable]) move(roomElsewhere);
     }
     if (this.watched.heldBy !== undefined) {
-      this.heldListeners.get(this.watched.heldBy)?.stillHeld((this.clock.nowNs() - this.watched.heldFromNs) / 1e6);
+      // Not once past a deadline (the hard stop's to decide), nor past the CPU budget.
+      const wallDeadline = this.watchdog[WATCHDOG_FIELDS.deadline]!;
+      const cpuDeadlineNs = this.watchdog[WATCHDOG_FIELDS.cpuDeadlineNs]!;
+      const nowNs = this.clock.nowNs();
+      const cpuLeftMs = cpuDeadlineNs > 0 && this.clock.isCpu ? (cpuDeadlineNs - nowNs) / 1e6 : null;
+      if ((wallDeadline === 0 || nowEpochMs <= wallDeadline) && (cpuLeftMs === null || cpuLeftMs > 0)) {
+        this.heldListeners.get(this.watched.heldBy)?.stillHeld((nowNs - this.watched.heldFromNs) / 1e6, cpuLeftMs);
+      }
     }
     if (this.lost) return;
     const withdrawn = this.withdrawnEntry;
@@ -590,16 +600,17 @@ export class WorkerConnection {
       this.clock.nowNs() - withdrawn.clockNs > WITHDRAWN_ENTRY_GRACE_CPU_MS * 1e6 &&
       this.watchdog[WATCHDOG_FIELDS.entry] === entry &&
       this.pool.othersWaitOn(this, withdrawn.slot) &&
-      this.onlyEffectFreeRunsBesides(withdrawn.slot)
+      this.onlyUnstartedRunsBesides(withdrawn.slot)
     ) {
       // Withdrawn and running again elsewhere, but stuck in a native call here: the others
       // on this worker would wait for it to return, or to its CPU limit. Terminated only
-      // where that costs them nothing but a re-run on a fresh worker (the withdrawn
+      // where that costs them nothing but being sent again to a fresh worker (the withdrawn
       // attempt's answer is dropped, so ending it loses nothing either); otherwise it runs
-      // on, as any guest, to its end or its own hard stop.
+      // on, as any guest, to its end or its own hard stop. No sandbox is blamed: the
+      // withdrawn one has left (its re-run, were it back here, is a bystander like any).
       this.withdrawnEntry = null;
       this.pool.noteHardStop();
-      this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${withdrawn.sandboxId}, withdrawn to run again elsewhere but stuck in a native call`, withdrawn.sandboxId, "cpu"));
+      this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${withdrawn.sandboxId}'s withdrawn attempt, stuck in a native call`, null, null));
       void this.worker.terminate();
       return;
     }

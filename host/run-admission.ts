@@ -69,7 +69,9 @@ export class RunAdmission {
       };
     });
     // First come, first served: a new run never overtakes one already waiting.
-    if ((ahead || this.waiting.length === 0) && this.unplaced < this.room()) waiter.admit(this.grant());
+    // One that came back goes first only if none that came back before it still waits.
+    const first = this.waiting.length === 0 || (ahead && !this.waiting[0]!.ahead);
+    if (first && this.unplaced < this.room()) waiter.admit(this.grant());
     else {
       if (ahead) {
         const firstNotAhead = this.waiting.findIndex((other) => !other.ahead);

@@ -35,6 +35,8 @@ const EMPTY_STATS = { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0, q
 const MAX_BYSTANDER_RETRIES = 5;
 /** How often one run may move off a stuck worker while queued (see #movableWhileQueued). */
 const MAX_MOVES = 3;
+/** A run withdrawn to re-run needs this much of its queueTimeoutMs left to wait in the demoted line for a start. */
+const QUEUE_DEADLINE_MARGIN_MS = 100;
 /**
  * After an abort, how long to wait for the worker's own outcome (it keeps the logs and
  * stats; a loop sees the stop at its next interrupt check, a waiting run at once) before
@@ -135,7 +137,7 @@ export class Sandbox {
    */
   readonly #demotionKey: string | null;
   /** Re-runs the current one-shot run elsewhere when the watchdog sees it hold its worker (#rerunWhenHeld). */
-  #rerunHeld: ((usedCpuMs: number) => void) | null = null;
+  #rerunHeld: ((entryCpuMs: number, cpuLeftMs: number | null) => void) | null = null;
   readonly #plugins = new Set<Plugin>();
   /** Plugins whose realm went with a lost worker: calls on them end "evicted". */
   readonly #lostPlugins = new WeakSet<Plugin>();
@@ -241,7 +243,7 @@ export class Sandbox {
       connection.onHeld(this.#id, {
         held: () => this.#pool.noteHeld(demotionKey),
         // Checked at every tick while held: runs sent a moment later wait behind it too.
-        stillHeld: (usedCpuMs) => this.#rerunHeld?.(usedCpuMs),
+        stillHeld: (entryCpuMs, cpuLeftMs) => this.#rerunHeld?.(entryCpuMs, cpuLeftMs),
       });
     }
     const created = connection.request({ op: "create", sandboxId: this.#id, config: this.#config });
@@ -511,7 +513,7 @@ export class Sandbox {
         current = { connection: home.connection, slot };
         const settled = Promise.allSettled([home.confirmed ? true : home.created, reply]);
         const moved = this.#movableWhileQueued(home, slot, body.op, moves < MAX_MOVES);
-        const rerun = this.#rerunWhenHeld(home, slot, body.op, moves < MAX_MOVES);
+        const rerun = this.#rerunWhenHeld(home, slot, body.op, moves < MAX_MOVES, queueDeadline);
         const first = await Promise.race([settled, interruption, moved.promise, rerun.promise]).finally(() => {
           moved.cancel();
           rerun.cancel();
@@ -612,19 +614,23 @@ export class Sandbox {
    * WITHDRAWN_ENTRY_GRACE_CPU_MS later, where that costs the others there only a re-run
    * (WorkerConnection.checkDeadline).
    */
-  #rerunWhenHeld(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean): { promise: Promise<"rerun">; cancel(): void } {
+  #rerunWhenHeld(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean, queueDeadline: number | null): { promise: Promise<"rerun">; cancel(): void } {
     const connection = home.connection;
     if (!allowed || op !== "run" || !this.#oneShot || this.#onLog !== null || connection.dedicated || connection.demoted || slot < 0) {
       return { promise: new Promise<"rerun">(() => undefined), cancel: () => undefined };
     }
-    let rerun!: (usedCpuMs: number) => void;
+    let rerun!: (entryCpuMs: number, cpuLeftMs: number | null) => void;
     const promise = new Promise<"rerun">((resolve) => {
-      rerun = (usedCpuMs) => {
+      rerun = (entryCpuMs, cpuLeftMs) => {
         if (this.#home !== home || this.#plugins.size > 0 || this.#inFlight.size !== 1) return;
         // Far into a large CPU budget it stays: started again from nothing, it would spend
-        // that much again (at most 200 ms, or half its budget, is thrown away). One past its
-        // limit is the hard stop's.
-        if (usedCpuMs > Math.max(this.#limits.cpuTimeMs / 2, 4 * HELD_WORKER_CPU_MS) || usedCpuMs >= this.#limits.cpuTimeMs) return;
+        // that much again (at most 200 ms, or half its budget, is thrown away). The run's
+        // CPU, its earlier entries included, where the watchdog knows the budget left.
+        const runCpuMs = cpuLeftMs === null ? entryCpuMs : this.#limits.cpuTimeMs - cpuLeftMs;
+        if (runCpuMs > Math.max(this.#limits.cpuTimeMs / 2, 4 * HELD_WORKER_CPU_MS)) return;
+        // Near its queueTimeoutMs deadline it stays: it started in time, and would end
+        // queue-timeout waiting to start again, a failure of the pool's making.
+        if (queueDeadline !== null && performance.now() > queueDeadline - QUEUE_DEADLINE_MARGIN_MS) return;
         // Nobody waits for this worker: the run may as well finish here.
         if (!this.#isDemoted() || !this.#pool.othersWaitOn(connection, slot)) return;
         if (!connection.withdrawIfEffectFree(slot, this.#id)) return;

@@ -34,7 +34,9 @@ export type StopReason = "cpu" | "timeout" | "limit" | "aborted";
  *                     by CPU_DEADLINE, which also moves within an entry (outsideGuest), nor
  *                     by DEADLINE, which is the same for all entries of an activation.
  *   [7] ENTRY_CPU_NS  the thread's CPU clock when the running entry began (written just
- *                     before ENTRY turns odd; left as it was for a wall-only budget): the
+ *                     before ENTRY turns odd; 0 for a wall-only budget: unknown, never
+ *                     the previous entry's, which made a preempted realm preparation
+ *                     look like a hold, found by review): the
  *                     embedder measures how long an entry has held the worker from its
  *                     start, not from when the watchdog first saw it, up to a tick later.
  */
@@ -102,7 +104,7 @@ export class WatchdogSlot {
   }
   /** Marks the start (ENTRY becomes odd) and the end (even) of a guest entry; `cpuStartNs`: the thread's CPU clock at a start (0: none). */
   markEntry(cpuStartNs = 0): void {
-    if (this.view.length > WATCHDOG_FIELDS.entryCpuNs && cpuStartNs > 0) this.view[WATCHDOG_FIELDS.entryCpuNs] = cpuStartNs;
+    if (this.view.length > WATCHDOG_FIELDS.entryCpuNs) this.view[WATCHDOG_FIELDS.entryCpuNs] = cpuStartNs;
     if (this.view.length > WATCHDOG_FIELDS.entry) this.view[WATCHDOG_FIELDS.entry]!++;
   }
   /** Whether the embedder asked to stop this sandbox's activation (clears the request). */
