@@ -20,7 +20,7 @@ import { HostCallServer } from "./host-modules/call-server.js";
 import { AdaptivePoll } from "./adaptive-poll.js";
 import { RunAdmission } from "./run-admission.js";
 import { DedicatedWorkers } from "./dedicated-workers.js";
-import { DEMOTED_FOR_MS, HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
+import { DEMOTED_FOR_MS, HELD_CONTENDED_WORKER_CPU_MS, HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
 
 /**
  * How much CPU time past its deadline a guest may spend (in native code that ignores the
@@ -344,6 +344,16 @@ export class WorkerConnection {
   }
 
   /**
+   * Whether runs besides the guest running here wait for this worker: others in flight
+   * here (the running one counts itself), or, for a shared worker, runs in the embedder's
+   * line for one. Such a guest is seen holding the worker sooner (HELD_CONTENDED_WORKER_CPU_MS).
+   */
+  private othersWait(): boolean {
+    if (this.othersInFlight(NO_SLOT) > 1) return true;
+    return !this.dedicated && !this.demoted && this.pool.runAdmission.waitingCount > 0;
+  }
+
+  /**
    * Activations sent here, besides the one in `exceptSlot`, that will still run or answer
    * here: not withdrawn or stopped (a run just moved away still counts in `activations`
    * until the worker, busy with the entry in question, skips it).
@@ -572,7 +582,8 @@ export class WorkerConnection {
       const usedNs = this.clock.nowNs() - this.watched.heldFromNs;
       // Still the same entry after the clock read: the sandbox id read before it is that
       // entry's, not one of another sandbox begun meanwhile (found by review).
-      if (usedNs >= HELD_WORKER_CPU_MS * 1e6 && this.watchdog[WATCHDOG_FIELDS.entry] === entry) {
+      const heldAfterMs = this.othersWait() ? HELD_CONTENDED_WORKER_CPU_MS : HELD_WORKER_CPU_MS;
+      if (usedNs >= heldAfterMs * 1e6 && this.watchdog[WATCHDOG_FIELDS.entry] === entry) {
         this.watched.heldReported = true;
         this.watched.heldBy = sandboxId;
         this.heldListeners.get(sandboxId)?.held();

@@ -1,5 +1,6 @@
 // Everything a worker thread holds: its sandboxes, a warm pool of ready ones (engine
-// instance + spare realm, built off the request path), and the message handling.
+// instance + spare realm, built off the request path, and the engines of disposed
+// sandboxes: warm-pool.ts), and the message handling.
 //
 // Why a warm pool: instantiating the wasm (~1.5 ms) and building a realm (~1 ms) is most
 // of what "create a sandbox and run 1 + 1" would cost; done ahead of time, creating a
@@ -28,6 +29,7 @@ import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
 import { WorkerSandbox } from "./sandbox.js";
 import { noteDroppedEngine } from "./engine-gc.js";
+import { WarmPool } from "./warm-pool.js";
 import { ModuleUsage } from "./module-usage.js";
 import { ActivationSlots, type ActivationControl } from "../activation-slots.js";
 import { currentThreadId } from "../thread-cpu.js";
@@ -51,7 +53,7 @@ export class WorkerHost {
   private readonly sandboxes = new Map<number, Promise<WorkerSandbox>>();
   /** The same sandboxes once created: looked up without a promise hop on the hot path. */
   private readonly ready = new Map<number, WorkerSandbox>();
-  private readonly pool: WorkerSandbox[] = [];
+  private readonly pool: WarmPool<WorkerSandbox>;
   private readonly trackerOffsets = new Map<EngineVariantName, number>();
   /** Why sandboxes that failed on their own (outside a request) are gone. */
   private readonly tombstones = new Map<number, string>();
@@ -72,9 +74,10 @@ export class WorkerHost {
   /** Sandboxes disposed and not freed yet (see "dispose" and pump). */
   private readonly disposed: WorkerSandbox[] = [];
 
-  constructor(private readonly init: WorkerInit, private readonly port: MessagePort) {
+  constructor(init: WorkerInit, private readonly port: MessagePort) {
     this.watchdog = new WatchdogSlot(init.watchdog);
     this.slots = new ActivationSlots(init.activationSlots);
+    this.pool = new WarmPool(init.warmPoolSize, (sandbox) => this.free(sandbox, false), () => this.sandboxes.size);
     // First message out: the embedder's watchdog reads this thread's CPU time by its id.
     this.post({ type: "thread", threadId: currentThreadId() });
   }
@@ -171,7 +174,7 @@ export class WorkerHost {
   private async warmUp(): Promise<void> {
     const idle = () => new Promise<void>((resolve) => this.whenIdle(resolve));
     await idle();
-    const sandbox = this.pool.shift() ?? (await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes));
+    const sandbox = this.pool.take(0) ?? (await this.newSandbox("release", DEFAULT_LIMITS.memoryBytes));
     await idle();
     sandbox.configure(0, {
       limits: { ...DEFAULT_LIMITS },
@@ -234,18 +237,18 @@ export class WorkerHost {
    * engine), so new engines are built only when the pool is still short once things calm down.
    */
   private refill(delayMs = REFILL_DELAY_MS): void {
-    if (this.refilling || this.pool.length >= this.init.warmPoolSize) return;
+    if (this.refilling || !this.pool.short) return;
     this.refilling = true;
     setTimeout(() => {
       this.whenIdle(() => {
-        if (this.pool.length >= this.init.warmPoolSize) {
+        if (!this.pool.short) {
           this.refilling = false;
           return;
         }
         this.newSandbox("release", DEFAULT_LIMITS.memoryBytes)
           .then((sandbox) => {
             // Its spare realm is another slice of idle work (the engine was built off a turn).
-            this.pool.push(sandbox);
+            this.pool.add(sandbox);
             sandbox.prepareSpareSoon();
           })
           .catch(() => {
@@ -263,12 +266,11 @@ export class WorkerHost {
   private recycle(sandbox: WorkerSandbox): boolean {
     const engine = sandbox.engine;
     if (
-      this.pool.length < this.init.warmPoolSize &&
       engine.memoryLimitBytes === Math.floor(DEFAULT_LIMITS.memoryBytes / 65536) * 65536 &&
-      engine.memory.buffer.byteLength <= RECYCLE_MAX_MEMORY_BYTES
+      engine.memory.buffer.byteLength <= RECYCLE_MAX_MEMORY_BYTES &&
+      this.pool.offer(sandbox)
     ) {
       // Its spare realm (if any) was never used: it goes back as it is.
-      this.pool.push(sandbox);
       sandbox.prepareSpareSoon();
       return true;
     }
@@ -384,7 +386,8 @@ export class WorkerHost {
 
   private async create(sandboxId: number, settings: SandboxConfig): Promise<WorkerSandbox> {
     const pooled =
-      settings.variant === "release" && settings.limits.memoryBytes === DEFAULT_LIMITS.memoryBytes ? this.pool.shift() : undefined;
+      // This one is not in `sandboxes` yet.
+      settings.variant === "release" && settings.limits.memoryBytes === DEFAULT_LIMITS.memoryBytes ? this.pool.take(this.sandboxes.size + 1) : undefined;
     const sandbox = pooled ?? (await this.newSandbox(settings.variant, settings.limits.memoryBytes));
     sandbox.configure(sandboxId, settings);
     if (pooled) this.refill();
@@ -441,10 +444,10 @@ export class WorkerHost {
     }
   }
 
-  /** Frees a disposed sandbox's realms; a healthy engine goes back to the warm pool. */
-  private free(sandbox: WorkerSandbox): void {
+  /** Frees a disposed sandbox's realms; a healthy engine goes back to the warm pool (unless `recycle` is false). */
+  private free(sandbox: WorkerSandbox, recycle = true): void {
     const memoryBytes = sandbox.engine.memory.buffer.byteLength;
-    if (!(sandbox.dispose() && this.recycle(sandbox))) noteDroppedEngine(memoryBytes);
+    if (!(sandbox.dispose() && recycle && this.recycle(sandbox))) noteDroppedEngine(memoryBytes);
   }
 
   private freeDisposed(): void {

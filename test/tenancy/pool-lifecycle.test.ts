@@ -5,7 +5,7 @@
 // to it refused while the worker frees it in the background. (Times are in
 // bench/lifecycle.mjs, never asserted here.)
 import { describe, expect, it } from "vitest";
-import { configurePool, createSandbox, poolStats, SandboxDisposedError, warmPool } from "scriptbox";
+import { configurePool, createSandbox, poolStats, runScript, SandboxDisposedError, warmPool } from "scriptbox";
 
 describe("worker start-up", () => {
   it("import starts no worker; warmPool starts the shared workers; the first sandbox takes one of them", async () => {
@@ -65,6 +65,16 @@ describe("create, run, dispose", () => {
     });
     await Promise.all(sandboxes.map((sandbox) => sandbox.dispose()));
     for (const sandbox of sandboxes) await expect(sandbox.run("export default () => 1")).rejects.toBeInstanceOf(SandboxDisposedError);
+  });
+
+  it("bursts of one-shot runs reuse the engines the previous burst kept (host/worker/warm-pool.ts) without leaking state", async () => {
+    const script = `const before = [typeof globalThis.mark, typeof Array.prototype.leak];
+      globalThis.mark = new Array(1000).fill("x"); Array.prototype.leak = 1;
+      export default async (n) => { await new Promise((r) => setTimeout(r, 2)); return [...before, n] }`;
+    for (let wave = 0; wave < 3; wave++) {
+      const results = await Promise.all(Array.from({ length: 40 }, (_, n) => runScript(script, { input: n })));
+      results.forEach((result, n) => expect(result).toMatchObject({ ok: true, value: ["undefined", "undefined", n] }));
+    }
   });
 
   it("back to back create, run, dispose reuses the workers' engines without leaking state between sandboxes", async () => {
