@@ -27,7 +27,7 @@ async function workerSideSandbox() {
   const { port1, port2 } = new MessageChannel();
   port1.on("message", () => {});
   port1.unref();
-  const init = { watchdog: new SharedArrayBuffer(WATCHDOG_BYTES), activationSlots: new SharedArrayBuffer(ACTIVATION_SLOTS_BYTES), warmPoolSize: 0 };
+  const init = { watchdog: new SharedArrayBuffer(WATCHDOG_BYTES), activationSlots: new SharedArrayBuffer(ACTIVATION_SLOTS_BYTES), warmPool: { size: 0, burstExtraMax: 0 } };
   const host = new WorkerHost(init, port2);
   const sandbox = await host.newSandbox("release", DEFAULT_LIMITS.memoryBytes);
   sandbox.configure(1, { limits: { ...DEFAULT_LIMITS }, allow: [], env: {}, secrets: {}, cloud: null, location: null, streamLogs: false, variant: "release" });

@@ -71,7 +71,11 @@ export interface WorkerInit {
   watchdog: SharedArrayBuffer;
   /** Shared per-activation slots (host/activation-slots.ts). */
   activationSlots: SharedArrayBuffer;
-  warmPoolSize: number;
+  /**
+   * The worker's warm pool (host/worker/warm-pool.ts): `size` engines kept built, and up to
+   * `burstExtraMax` more of disposed sandboxes while a burst uses them.
+   */
+  warmPool: { size: number; burstExtraMax: number };
   /** A demoted worker: the thread lowers its own OS scheduling priority to the lowest at start. */
   lowPriority: boolean;
 }

@@ -68,7 +68,8 @@ export class RunDemotion {
 
   /**
    * A run of the script held its worker for long: the watchdog saw one guest entry use
-   * HELD_WORKER_CPU_MS of the worker thread's CPU time and still run (so runs of the same
+   * HELD_WORKER_CPU_MS (HELD_CONTENDED_WORKER_CPU_MS while others wait for the worker) of
+   * the worker thread's CPU time and still run (so runs of the same
    * script still waiting go apart at once), or its guest was hard-stopped. Only the
    * thread's own CPU clock decides: the guard's charge per entry (wall time minus waits
    * for a CPU) also counts time the thread stalled in the kernel, and a light tenant

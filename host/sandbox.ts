@@ -603,6 +603,7 @@ export class Sandbox {
   /**
    * Lets a one-shot run that holds a shared worker while others wait for it start again on
    * a demoted worker. The watchdog saw it use HELD_WORKER_CPU_MS of CPU in one guest entry
+   * (HELD_CONTENDED_WORKER_CPU_MS while others wait for the worker, as they do here)
    * (host/run-demotion.ts), so its script has just been demoted; until its limit ends it,
    * every run queued on the worker, and every run there waiting on a timer, would wait too.
    * Only a run that has had no effect outside the sandbox (withdrawIfEffectFree: no fetch

@@ -17,6 +17,8 @@ export interface EngineInstance {
   readonly memory: WebAssembly.Memory;
   readonly table: WebAssembly.Table;
   readonly memoryLimitBytes: number;
+  /** The engine build it runs (a debug build is never handed to a sandbox that asked for release). */
+  readonly variant: EngineVariantName;
   /** Loads guest library code as bytecode (bytecode.ts); null when this engine build cannot. */
   readonly bytecode: BytecodeFunctions | null;
 }
@@ -59,5 +61,5 @@ export async function createEngineInstance(memoryLimitBytes: number, variantName
   const module = await newQuickJSWASMModuleFromVariant(variant);
   if (!table || !instantiated) throw new Error("engine: the patched wasm did not export its function table");
   const bytecode = bytecodeFunctions(instantiated, compiled, module);
-  return { module, memory, table, memoryLimitBytes: maximumPages * WASM_PAGE, bytecode };
+  return { module, memory, table, memoryLimitBytes: maximumPages * WASM_PAGE, variant: variantName, bytecode };
 }

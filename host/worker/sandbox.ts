@@ -338,6 +338,16 @@ export class WorkerSandbox implements RealmServices {
     };
   }
 
+  /**
+   * The engine is dropped (not kept in the warm pool): nothing is built in it any more (a
+   * spare realm scheduled as idle work would otherwise fault in fresh pages of an instance
+   * about to be collected).
+   */
+  retire(): void {
+    this.disposedReason ??= "its engine was dropped";
+    this.spare = null;
+  }
+
   /** Frees every realm. Returns true if the engine is healthy enough to be reused. */
   dispose(): boolean {
     if (!this.alive) return false;

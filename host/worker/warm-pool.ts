@@ -2,40 +2,44 @@
 // got to it, whose spare realm is ready), waiting for the next sandbox to bind one.
 //
 // Two sources fill it: idle-time builds up to its size (WorkerHost.refill), and the
-// engines of disposed sandboxes (offer). It keeps `size` of them in steady use, and more
-// while more sandboxes were alive on the worker at once than that (a burst): in a burst of
-// one-shot runs (runScript, 50 at a time over two workers) a worker binds 10-25 engines at
-// once, and with only 3 kept, every other sandbox built a new engine (a wasm instance
-// whose fresh memory pages fault in: ~11 µs per 4 KiB page on the VMs we measured) and
-// dropped its engine after its run (a full GC of the worker's heap per 32 MiB dropped:
-// engine-gc.ts). Keeping them took the mixed-tenancy bench's ordinary runs from ~390 to
-// ~620 runs/s (docs/performance.md). The extra ones are dropped once none was taken for
-// BURST_IDLE_MS, so an idle worker holds `size` again. A dedicated (`isolate: true`)
-// worker, of size 0, so keeps the engine of the sandbox it served for the next one it
-// serves (isolated runs: ~80 to ~250 runs/s in the same bench).
+// engines of disposed sandboxes (offer). It keeps `size` of them in steady use, and up to
+// `burstExtraMax` more while more sandboxes were alive on the worker at once than that (a
+// burst): in a burst of one-shot runs (runScript, 50 at a time over two workers) a worker
+// binds 10-25 engines at once, and with only 3 kept, every other sandbox built a new
+// engine (a wasm instance whose fresh memory pages fault in: ~11 µs per 4 KiB page on the
+// VMs we measured) and dropped its engine after its run (a full GC of the worker's heap
+// per 32 MiB dropped: engine-gc.ts). Keeping them took the mixed-tenancy bench's ordinary
+// runs from ~390 to ~620 runs/s (docs/performance.md).
+//
+// The extra ones are only as many as the worker uses: every BURST_WINDOW_MS, those that
+// lay in the pool for the whole window (the fewest it held at any moment of it) are
+// dropped. A worker whose load falls from 20 sandboxes at once to 5 holds 5 engines
+// beyond its size a window later, not 20; an idle one holds `size` again.
 
-/** Engines kept beyond `size`, at most, after a burst. */
+/** Engines kept beyond `size`, at most, on a shared worker after a burst (WorkerInit.burstExtraMax). */
 export const BURST_EXTRA_MAX = 16;
-/** The engines kept beyond `size` are dropped once none was taken for this long. */
-export const BURST_IDLE_MS = 3_000;
+/** How often the engines beyond `size` that were not needed are dropped. */
+export const BURST_WINDOW_MS = 3_000;
 
 export class WarmPool<T> {
   private readonly items: T[] = [];
-  /** Most sandboxes alive at once since the extra engines were last dropped. */
+  /** Most sandboxes alive at once lately (the burst's measure): in the last window, and in this one so far. */
   private peakAlive = 0;
-  /** When an item was last taken (now()). */
-  private lastTake = Number.NEGATIVE_INFINITY;
+  private windowPeakAlive = 0;
+  /** The fewest items the pool held right after a take in this window (Infinity: none taken): that many were never needed. */
+  private lowWater = Number.POSITIVE_INFINITY;
   private trimTimer: ReturnType<typeof setTimeout> | null = null;
 
   /**
-   * `size`: how many to keep in steady use (warmPoolSize). `drop`: frees one that is not
-   * kept. `alive`: how many sandboxes are alive on the worker now.
+   * `size`: how many to keep in steady use (WorkerInit.warmPool). `burstExtraMax`: how many more
+   * it may keep after a burst. `drop`: frees one that is not kept. `alive`: how many
+   * sandboxes are alive on the worker now.
    */
   constructor(
     private readonly size: number,
+    private readonly burstExtraMax: number,
     private readonly drop: (item: T) => void,
     private readonly alive: () => number,
-    private readonly now: () => number = () => performance.now(),
   ) {}
 
   get length(): number {
@@ -52,9 +56,10 @@ export class WarmPool<T> {
    * this one is bound (the burst's measure).
    */
   take(aliveWithIt: number): T | undefined {
+    this.windowPeakAlive = Math.max(this.windowPeakAlive, aliveWithIt);
     this.peakAlive = Math.max(this.peakAlive, aliveWithIt);
     const item = this.items.shift();
-    if (item !== undefined) this.lastTake = this.now();
+    this.lowWater = Math.min(this.lowWater, this.items.length);
     return item;
   }
 
@@ -65,27 +70,31 @@ export class WarmPool<T> {
 
   /**
    * The engine of a disposed sandbox, healthy and reusable: kept (true) while there are
-   * fewer than `size`, or fewer than were alive at once lately (up to BURST_EXTRA_MAX
+   * fewer than `size`, or fewer than were alive at once lately (up to burstExtraMax
    * more); otherwise the caller drops it (false).
    */
   offer(item: T): boolean {
-    const keep = Math.max(this.size, Math.min(this.peakAlive, this.size + BURST_EXTRA_MAX));
+    const keep = Math.max(this.size, Math.min(this.peakAlive, this.size + this.burstExtraMax));
     if (this.items.length >= keep) return false;
     this.items.push(item);
-    if (this.items.length > this.size) this.trimLater(BURST_IDLE_MS);
+    if (this.items.length > this.size) this.trimEachWindow();
     return true;
   }
 
-  /** Drops what is beyond `size` once none was taken for BURST_IDLE_MS; the burst is then over. */
-  private trimLater(delayMs: number): void {
+  /** Drops what lay unused beyond `size` for a whole window, once per window while there is any. */
+  private trimEachWindow(): void {
     if (this.trimTimer !== null) return;
+    // The window starts now: what the pool holds counts as unused until a take lowers it.
+    this.lowWater = Number.POSITIVE_INFINITY;
+    this.windowPeakAlive = this.alive();
     this.trimTimer = setTimeout(() => {
       this.trimTimer = null;
-      const idleMs = this.now() - this.lastTake;
-      if (idleMs < BURST_IDLE_MS) return this.trimLater(BURST_IDLE_MS - idleMs);
-      this.peakAlive = this.alive();
-      for (const extra of this.items.splice(this.size)) this.drop(extra);
-    }, delayMs);
+      const unused = Math.min(this.lowWater, this.items.length - this.size);
+      if (unused > 0) for (const extra of this.items.splice(this.items.length - unused)) this.drop(extra);
+      // The burst's measure looks back one window: a load that fell keeps what it uses now.
+      this.peakAlive = Math.max(this.windowPeakAlive, this.alive());
+      if (this.items.length > this.size) this.trimEachWindow();
+    }, BURST_WINDOW_MS);
     // A pending trim keeps no process alive (the embedder's or a test's).
     this.trimTimer.unref?.();
   }

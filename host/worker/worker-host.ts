@@ -77,7 +77,7 @@ export class WorkerHost {
   constructor(init: WorkerInit, private readonly port: MessagePort) {
     this.watchdog = new WatchdogSlot(init.watchdog);
     this.slots = new ActivationSlots(init.activationSlots);
-    this.pool = new WarmPool(init.warmPoolSize, (sandbox) => this.free(sandbox, false), () => this.sandboxes.size);
+    this.pool = new WarmPool(init.warmPool.size, init.warmPool.burstExtraMax, (sandbox) => this.free(sandbox, false), () => this.sandboxes.size);
     // First message out: the embedder's watchdog reads this thread's CPU time by its id.
     this.post({ type: "thread", threadId: currentThreadId() });
   }
@@ -265,7 +265,9 @@ export class WorkerHost {
   /** Puts a disposed sandbox's engine back in the warm pool if it fits there; false when it is dropped. */
   private recycle(sandbox: WorkerSandbox): boolean {
     const engine = sandbox.engine;
+    // Only what the pool hands out (WorkerHost.sandbox takes from it for release builds at the default limit).
     if (
+      engine.variant === "release" &&
       engine.memoryLimitBytes === Math.floor(DEFAULT_LIMITS.memoryBytes / 65536) * 65536 &&
       engine.memory.buffer.byteLength <= RECYCLE_MAX_MEMORY_BYTES &&
       this.pool.offer(sandbox)
@@ -447,7 +449,10 @@ export class WorkerHost {
   /** Frees a disposed sandbox's realms; a healthy engine goes back to the warm pool (unless `recycle` is false). */
   private free(sandbox: WorkerSandbox, recycle = true): void {
     const memoryBytes = sandbox.engine.memory.buffer.byteLength;
-    if (!(sandbox.dispose() && recycle && this.recycle(sandbox))) noteDroppedEngine(memoryBytes);
+    if (sandbox.dispose() && recycle && this.recycle(sandbox)) return;
+    // Dropped: a spare-realm build it still had scheduled must not touch its memory now.
+    sandbox.retire();
+    noteDroppedEngine(memoryBytes);
   }
 
   private freeDisposed(): void {

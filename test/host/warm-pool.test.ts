@@ -1,35 +1,34 @@
 // The worker's warm pool (host/worker/warm-pool.ts): it keeps its size in steady use, the
-// engines of a burst's disposed sandboxes while the burst lasts (up to BURST_EXTRA_MAX
-// more), and drops those once none was taken for BURST_IDLE_MS. The figures it buys are in
-// the mixed-tenancy bench; a burst's recycled engines sharing nothing is checked end to
-// end in test/tenancy/pool-lifecycle.test.ts.
+// engines of a burst's disposed sandboxes while the burst uses them (up to burstExtraMax
+// more), and every BURST_WINDOW_MS drops those that lay unused for the whole window. The
+// figures it buys are in the mixed-tenancy bench; a burst's recycled engines sharing
+// nothing is checked end to end in test/tenancy/pool-lifecycle.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { BURST_EXTRA_MAX, BURST_IDLE_MS, WarmPool } from "../../dist/host/worker/warm-pool.js";
+import { BURST_EXTRA_MAX, BURST_WINDOW_MS, WarmPool } from "../../dist/host/worker/warm-pool.js";
 
 describe("WarmPool", () => {
-  let now = 0;
   let alive = 0;
   let dropped: number[] = [];
-  const pool = (size: number) =>
+  const pool = (size: number, burstExtraMax = BURST_EXTRA_MAX) =>
     new WarmPool<number>(
       size,
+      burstExtraMax,
       (item) => dropped.push(item),
       () => alive,
-      () => now,
     );
 
   beforeEach(() => {
     vi.useFakeTimers();
-    now = 0;
     alive = 0;
     dropped = [];
   });
   afterEach(() => vi.useRealTimers());
 
-  /** Lets `ms` pass on both clocks (the pool's and the timers'). */
-  const pass = (ms: number) => {
-    now += ms;
-    vi.advanceTimersByTime(ms);
+  /** `count` sandboxes alive at once take from the pool, then all give their engines back (new ones beyond what it held). */
+  const wave = (warm: WarmPool<number>, count: number, firstNew: number) => {
+    const taken: number[] = [];
+    for (let i = 1; i <= count; i++) taken.push(warm.take(i) ?? firstNew++);
+    return taken.map((item) => warm.offer(item));
   };
 
   it("keeps its size and no more when no more sandboxes were alive at once", () => {
@@ -45,41 +44,61 @@ describe("WarmPool", () => {
     expect(warm.length).toBe(3);
   });
 
-  it("keeps as many as were alive at once in a burst, up to BURST_EXTRA_MAX more than its size", () => {
+  it("keeps as many as were alive at once in a burst, up to burstExtraMax more than its size", () => {
     const warm = pool(3);
     for (let i = 0; i < 3; i++) warm.add(i);
     // 12 sandboxes alive at once: 3 from the pool, 9 built.
-    for (let i = 1; i <= 12; i++) warm.take(i);
-    expect(warm.length).toBe(0);
-    for (let i = 0; i < 12; i++) expect(warm.offer(100 + i)).toBe(true);
+    expect(wave(warm, 12, 100)).toEqual(Array(12).fill(true));
     expect(warm.offer(200)).toBe(false);
     expect(warm.length).toBe(12);
 
     const big = pool(3);
-    for (let i = 1; i <= 100; i++) big.take(i);
-    let kept = 0;
-    for (let i = 0; i < 100; i++) if (big.offer(i)) kept++;
-    expect(kept).toBe(3 + BURST_EXTRA_MAX);
+    expect(wave(big, 100, 0).filter(Boolean)).toHaveLength(3 + BURST_EXTRA_MAX);
   });
 
-  it("drops the burst's extra engines once none was taken for BURST_IDLE_MS, and then keeps its size again", () => {
-    const warm = pool(2);
-    for (let i = 1; i <= 6; i++) warm.take(i);
-    for (let i = 0; i < 6; i++) warm.offer(i);
-    expect(warm.length).toBe(6);
-
-    // Still taken from now and then: the burst goes on, nothing is dropped.
-    pass(BURST_IDLE_MS - 10);
-    warm.offer(warm.take(6)!);
-    pass(BURST_IDLE_MS - 10);
+  it("with burstExtraMax 0 keeps its size only; with size 0 and burstExtraMax 1 (a dedicated worker), the engine it served", () => {
+    const steady = pool(2, 0);
+    expect(wave(steady, 8, 0).filter(Boolean)).toHaveLength(2);
+    const none = pool(0, 0);
+    expect(wave(none, 1, 0)).toEqual([false]);
+    const dedicated = pool(0, 1);
+    expect(wave(dedicated, 1, 0)).toEqual([true]);
+    expect(dedicated.take(1)).toBe(0);
+    vi.advanceTimersByTime(BURST_WINDOW_MS);
     expect(dropped).toEqual([]);
-    expect(warm.length).toBe(6);
+  });
 
-    // BURST_IDLE_MS without a take: the four beyond its size are dropped.
-    pass(20);
+  it("a busy worker keeps only the extra engines it uses: each window drops those that lay unused all of it", () => {
+    const warm = pool(2);
+    // A burst of 18 at once: 16 beyond its size kept.
+    expect(wave(warm, 18, 0).filter(Boolean)).toHaveLength(18);
+    // The load falls to 5 sandboxes at once, taken all the time: 13 engines lie unused.
+    for (let t = 0; t < 10; t++) {
+      wave(warm, 5, 1000);
+      vi.advanceTimersByTime(BURST_WINDOW_MS / 10);
+    }
+    expect(dropped).toHaveLength(13);
+    expect(warm.length).toBe(5);
+    // Still 5 at once in the next window: nothing more is dropped.
+    for (let t = 0; t < 10; t++) {
+      wave(warm, 5, 1000);
+      vi.advanceTimersByTime(BURST_WINDOW_MS / 10);
+    }
+    expect(dropped).toHaveLength(13);
+    expect(warm.length).toBe(5);
+  });
+
+  it("drops the extra engines of a burst a window after it ended, and then keeps its size again", () => {
+    const warm = pool(2);
+    expect(wave(warm, 6, 0).filter(Boolean)).toHaveLength(6);
+    vi.advanceTimersByTime(BURST_WINDOW_MS - 10);
+    expect(dropped).toEqual([]);
+    vi.advanceTimersByTime(10);
     expect(dropped).toHaveLength(4);
     expect(warm.length).toBe(2);
     // The burst is over (no sandbox alive): an engine offered now is kept only up to its size.
     expect(warm.offer(50)).toBe(false);
+    // Nothing is scheduled any more.
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
