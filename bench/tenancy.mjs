@@ -52,9 +52,9 @@ async function scenario(name, total) {
   // tier-up of the engine's wasm, which compiles the hot QuickJS functions on background
   // threads for the first seconds of work and took ~0.3-0.4 s of CPU from the two cores
   // during the measured pass after a 4-run warm-up (the baseline's p99 ~250-300 ms then,
-  // ~150-190 ms once warm). TENANCY_WARM_UP_MS=0 measures a cold pool: its workers
-  // started (warmPool), nothing run.
-  await warmPool();
+  // ~150-190 ms once warm). TENANCY_WARM_UP_MS=0 measures a cold pool: nothing run (the
+  // shared workers started, in the shared scenarios).
+  if (!isolate) await warmPool();
   const warmUpMs = Number(process.env.TENANCY_WARM_UP_MS ?? WARM_UP_MS);
   const warmUpEnds = performance.now() + warmUpMs;
   let warmUpRuns = 0;

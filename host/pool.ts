@@ -62,10 +62,11 @@ const WORKER_STACK_MB = 16;
  */
 const MOVE_QUEUED_AFTER_MS = 20;
 /**
- * A demoted worker keeps one sandbox warm and no burst's engines (WorkerInit.warmPool): it
- * serves few runs, one after another, and starts at the lowest priority.
+ * A demoted worker keeps at most one sandbox warm and no burst's engines
+ * (WorkerInit.warmPool): it serves few runs, one after another, and starts at the lowest
+ * priority.
  */
-const DEMOTED_WARM_POOL = { size: 1, burstExtraMax: 0 };
+const DEMOTED_WARM_SANDBOXES_MAX = 1;
 /** Dedicated demoted workers kept idle for the next isolated run of a demoted script. */
 const DEMOTED_IDLE_ISOLATED_WORKERS = 1;
 /** Whether this platform gives each thread's CPU time (Linux /proc): demotion needs it (WorkerPool.demotionOn). */
@@ -845,7 +846,8 @@ export class WorkerPool {
   }
 
   private startDemoted(): WorkerConnection {
-    const connection = new WorkerConnection(this, false, DEMOTED_WARM_POOL, true);
+    const size = Math.min(DEMOTED_WARM_SANDBOXES_MAX, this.options.warmSandboxesPerWorker);
+    const connection = new WorkerConnection(this, false, { size, burstExtraMax: 0 }, true);
     this.demoted.push(connection);
     this.all.add(connection);
     return connection;

@@ -11,10 +11,11 @@
 // per 32 MiB dropped: engine-gc.ts). Keeping them took the mixed-tenancy bench's ordinary
 // runs from ~390 to ~620 runs/s (docs/performance.md).
 //
-// The extra ones are only as many as the worker uses: every BURST_WINDOW_MS, those that
-// lay in the pool for the whole window (the fewest it held at any moment of it) are
-// dropped. A worker whose load falls from 20 sandboxes at once to 5 holds 5 engines
-// beyond its size a window later, not 20; an idle one holds `size` again.
+// The extra ones are only as many as the worker uses: every BURST_WINDOW_MS, the extras
+// the window did not need are dropped (the fewest the pool held right after a take in
+// it; all of them when nothing was taken). A worker whose load falls from 20 sandboxes at
+// once to 5 holds 5 engines (or `size`, if more) a window later, not 20; an idle one
+// holds `size` again.
 
 /** Engines kept beyond `size`, at most, on a shared worker after a burst (WorkerInit.burstExtraMax). */
 export const BURST_EXTRA_MAX = 16;
@@ -66,6 +67,8 @@ export class WarmPool<T> {
   /** A newly built one (idle-time refill). */
   add(item: T): void {
     this.items.push(item);
+    // A dispose may have refilled the pool while this one was being built.
+    if (this.items.length > this.size) this.trimEachWindow();
   }
 
   /**

@@ -88,6 +88,40 @@ describe("WarmPool", () => {
     expect(warm.length).toBe(5);
   });
 
+  it("an engine built while a dispose refilled the pool is trimmed too", () => {
+    const warm = pool(2);
+    warm.add(0);
+    // A dispose brings it to its size while a refill build is in flight; the build lands after.
+    warm.take(1);
+    expect(warm.offer(1)).toBe(true);
+    warm.add(2);
+    warm.add(3);
+    expect(warm.length).toBe(3);
+    vi.advanceTimersByTime(BURST_WINDOW_MS);
+    expect(dropped).toEqual([3]);
+    expect(warm.length).toBe(2);
+  });
+
+  it("while sandboxes stay alive, the burst's measure holds: their engines come back and are kept", () => {
+    const warm = pool(1);
+    expect(wave(warm, 6, 0).filter(Boolean)).toHaveLength(6);
+    // Six sandboxes bind engines again and stay alive across the window.
+    const held = Array.from({ length: 6 }, (_, i) => warm.take(i + 1) ?? 100 + i);
+    alive = 6;
+    vi.advanceTimersByTime(BURST_WINDOW_MS);
+    // All were taken in the window: none dropped, and the six come back into the pool.
+    expect(dropped).toEqual([]);
+    expect(held.map((item) => warm.offer(item))).toEqual(Array(6).fill(true));
+  });
+
+  it("a dedicated worker's engine that no sandbox takes for a window is dropped", () => {
+    const dedicated = pool(0, 1);
+    expect(wave(dedicated, 1, 7)).toEqual([true]);
+    vi.advanceTimersByTime(BURST_WINDOW_MS);
+    expect(dropped).toEqual([7]);
+    expect(dedicated.length).toBe(0);
+  });
+
   it("drops the extra engines of a burst a window after it ended, and then keeps its size again", () => {
     const warm = pool(2);
     expect(wave(warm, 6, 0).filter(Boolean)).toHaveLength(6);
