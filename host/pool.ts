@@ -21,6 +21,8 @@ import { AdaptivePoll } from "./adaptive-poll.js";
 import { RunAdmission } from "./run-admission.js";
 import { DedicatedWorkers } from "./dedicated-workers.js";
 import { DEMOTED_FOR_MS, HELD_CONTENDED_WORKER_CPU_MS, HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
+import { KnownScripts } from "./run-probation.js";
+import { startAtLowestPriority } from "./thread-priority.js";
 import { BURST_EXTRA_MAX } from "./worker/warm-pool.js";
 
 /**
@@ -111,6 +113,12 @@ export interface PoolOptions {
   demotedWorkers: number;
   /** How long a script stays demoted after its last offence, in ms. Default 60,000. */
   demotionMs: number;
+  /**
+   * Workers, at normal priority, that take the one-shot runs of scripts new to the pool
+   * first (host/run-probation.ts), so that known runs never wait behind them. 0: new
+   * scripts go to the shared workers like any. Needs demotion (demotedWorkers > 0). Default 1.
+   */
+  probationWorkers: number;
 }
 
 export function defaultPoolOptions(): PoolOptions {
@@ -123,6 +131,7 @@ export function defaultPoolOptions(): PoolOptions {
     queuedRunsPerWorker: 4,
     demotedWorkers: Math.max(1, Math.min(4, cores)),
     demotionMs: DEMOTED_FOR_MS,
+    probationWorkers: 1,
   };
 }
 
@@ -134,6 +143,7 @@ const POOL_BOUNDS: Record<keyof PoolOptions, [number, number]> = {
   queuedRunsPerWorker: [0, 1024],
   demotedWorkers: [0, 64],
   demotionMs: [1, 86_400_000],
+  probationWorkers: [0, 16],
 };
 
 export function resolvePoolOptions(input: unknown, base: PoolOptions): PoolOptions {
@@ -262,13 +272,15 @@ export class WorkerConnection {
 
   /**
    * `demoted`: a shared worker for the runs of demoted scripts (WorkerPool.acquireDemoted);
-   * its thread runs at the lowest OS priority.
+   * its thread runs at the lowest OS priority. `probation`: a shared worker for the runs of
+   * scripts new to the pool (WorkerPool.acquireProbation).
    */
   constructor(
     private readonly pool: WorkerPool,
     readonly dedicated: boolean,
     warmPool: WorkerInit["warmPool"],
     readonly demoted = false,
+    readonly probation = false,
   ) {
     this.ready = new Promise<void>((resolve) => (this.markReady = resolve));
     const watchdog = new SharedArrayBuffer(WATCHDOG_BYTES);
@@ -280,14 +292,17 @@ export class WorkerConnection {
     const init: WorkerInit = { port: port2, watchdog, activationSlots, warmPool, lowPriority: demoted };
     if (demoted) startThreadPoolHere();
     // One file (scripts/build.mjs bundles the worker's ~60 modules): loading them one by one cost ~100 ms.
-    this.worker = new Worker(new URL("./worker/entry.bundle.js", import.meta.url), {
-      workerData: init,
-      transferList: [port2],
-      resourceLimits: { stackSizeMb: WORKER_STACK_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-      // Not the embedder's Node flags: `node --input-type=module -e …`, for one, makes a
-      // worker started from a file fail.
-      execArgv: [],
-    });
+    const startWorker = () =>
+      new Worker(new URL("./worker/entry.bundle.js", import.meta.url), {
+        workerData: init,
+        transferList: [port2],
+        resourceLimits: { stackSizeMb: WORKER_STACK_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+        // Not the embedder's Node flags: `node --input-type=module -e …`, for one, makes a
+        // worker started from a file fail.
+        execArgv: [],
+      });
+    // A demoted worker's thread runs at the lowest priority from its start (host/thread-priority.ts).
+    this.worker = demoted ? startAtLowestPriority(startWorker) : startWorker();
     // Compiled (once per process) while the new thread starts, then sent first.
     const modules: WorkerModules = { wasmModules: { release: compiledEngineModule("release") } };
     this.port.postMessage(modules);
@@ -350,8 +365,9 @@ export class WorkerConnection {
 
   /**
    * Whether runs besides the guest running here wait for this worker: others in flight
-   * here (the running one counts itself), or, for a shared worker, runs in the embedder's
-   * line for one. Such a guest is seen holding the worker sooner (HELD_CONTENDED_WORKER_CPU_MS).
+   * here (the running one counts itself), or, for a shared (or probation) worker, runs in
+   * the embedder's lines for one, for an isolated one, sandboxes waiting for an isolated
+   * worker. Such a guest is seen holding the worker sooner (HELD_CONTENDED_WORKER_CPU_MS).
    * In flight means queued here, or started and now waiting on a fetch, timer or host
    * call: its continuation needs the thread too, and waits behind the guest as a queued
    * run does (the answer to its fetch may already be there). A running guest whose
@@ -360,7 +376,8 @@ export class WorkerConnection {
    */
   private othersWait(): boolean {
     if (this.othersInFlight(NO_SLOT) > 1) return true;
-    return !this.dedicated && !this.demoted && this.pool.runAdmission.waitingCount > 0;
+    if (this.demoted) return false;
+    return this.dedicated ? this.pool.runsWaitForIsolated() : this.pool.runsWaitInLine();
   }
 
   /**
@@ -529,6 +546,11 @@ export class WorkerConnection {
     this.releaseIfIdle();
     if (message.ok) pending.resolve(message.value);
     else pending.reject(Object.assign(new Error(message.error.message), { name: message.error.name }));
+  }
+
+  /** The worker has warmed its engine up: a run sent now starts without waiting for the thread to start. */
+  get isReady(): boolean {
+    return this.warm && this.lost === null;
   }
 
   /** Keeps the process alive until this worker is ready (warmPool awaits `ready`). */
@@ -701,8 +723,15 @@ export class WorkerPool {
   /** Which one-shot scripts run on the demoted workers; runs of a newly demoted one leave the line. */
   private readonly demotion = new RunDemotion(
     () => this.options.demotionMs,
-    () => this.runAdmission.releaseLeavers(),
+    () => {
+      this.runAdmission.releaseLeavers();
+      this.probationRunAdmission.releaseLeavers();
+    },
   );
+  /** Workers, at normal priority, for the one-shot runs of scripts new to the pool (acquireProbation). */
+  private readonly probation: WorkerConnection[] = [];
+  /** Which one-shot scripts have run here (the others are new: host/run-probation.ts); runs of one just known leave the probation line. */
+  private readonly knownScripts = new KnownScripts(() => this.probationRunAdmission.releaseLeavers());
   /** Retires idle demoted workers once no script is demoted (scheduled when one goes idle). */
   private demotedRetireTimer: NodeJS.Timeout | null = null;
   private readonly all = new Set<WorkerConnection>();
@@ -749,6 +778,15 @@ export class WorkerPool {
     () => this.roomForRuns(this.demoted, this.demotedWorkersToCount()),
     () => this.watch(),
   );
+  /**
+   * The line for the runs of scripts new to the pool (host/run-probation.ts): served by
+   * the probation workers, and by the shared workers while no run waits in the ordinary
+   * line (probationRoom).
+   */
+  readonly probationRunAdmission = new RunAdmission(
+    () => this.probationRoom(),
+    () => this.watch(),
+  );
 
   constructor(options: Partial<PoolOptions> = {}) {
     this.options = resolvePoolOptions(options, defaultPoolOptions());
@@ -764,19 +802,28 @@ export class WorkerPool {
     this.options = resolvePoolOptions(options, this.options);
     this.retireBeyond(this.shared, this.options.sharedWorkers);
     this.retireBeyond(this.demoted, this.options.demotedWorkers);
+    this.retireBeyond(this.probation, this.probationOn ? this.options.probationWorkers : 0);
     this.isolated.trimIdle();
     this.isolated.wake();
     this.demotedIsolated.wake();
     // Demotion turned on or off: waiting runs whose script's standing changed change lines.
     this.runAdmission.releaseLeavers();
     this.demotedRunAdmission.releaseLeavers();
+    this.probationRunAdmission.releaseLeavers();
     this.wakeLines();
   }
 
   /** Admits waiting one-shot runs where there is room now (a run started or ended, a worker came or went). */
   wakeLines(): void {
+    // Known runs first: the probation line gets the shared workers' room only once none waits.
     this.runAdmission.wake();
+    this.probationRunAdmission.wake();
     this.demotedRunAdmission.wake();
+  }
+
+  /** Whether one-shot runs wait in the embedder for a shared or probation worker (a guest holding one is then seen sooner). */
+  runsWaitInLine(): boolean {
+    return this.runAdmission.waitingCount > 0 || this.probationRunAdmission.waitingCount > 0;
   }
 
   private retireBeyond(workers: WorkerConnection[], count: number): void {
@@ -808,7 +855,88 @@ export class WorkerPool {
    * watchdog while it runs, or hard-stopped (host/run-demotion.ts).
    */
   noteHeld(key: string): void {
-    if (this.demotionOn) this.demotion.recordHeld(key);
+    if (!this.demotionOn) return;
+    this.knownScripts.forget(key);
+    this.demotion.recordHeld(key);
+  }
+
+  /**
+   * Probation (host/run-probation.ts) needs demotion (a new script's run is withdrawn from
+   * its probation worker, and its script's later runs kept apart, only by demotion) and
+   * the line of one-shot runs (queuedRunsPerWorker > 0).
+   */
+  get probationOn(): boolean {
+    return this.demotionOn && this.options.probationWorkers > 0 && this.options.queuedRunsPerWorker > 0;
+  }
+
+  /** Whether a one-shot run of the script recorded under `key` waits in the probation line: the script is new to the pool and not demoted. */
+  isNewScript(key: string): boolean {
+    return this.probationOn && !this.knownScripts.has(key) && !this.isDemoted(key);
+  }
+
+  /** A one-shot run of the script recorded under `key` ended here: unless demoted meanwhile, the script is known. */
+  noteScriptRan(key: string): void {
+    if (this.demotionOn && !this.isDemoted(key)) this.knownScripts.noteRan(key);
+  }
+
+  /** Joins a run of the new script `key` to the probation line's count (its leaving is then checked once the key is known); call the result when it leaves. */
+  waitsOnProbation(key: string): () => void {
+    // The probation workers start with the first new script (or at warmPool).
+    this.startProbationWorkers();
+    return this.knownScripts.waits(key);
+  }
+
+  /**
+   * A worker for a one-shot run of a new script, admitted from the probation line: a
+   * ready probation worker with room for it (the least queued), else a shared worker (the
+   * line is admitted there only while no known run waits: probationRoom), else the least
+   * queued ready probation worker. Until a probation worker is ready, new scripts' runs go
+   * to the shared workers as they did without probation: a run waiting ~0.2 s for a thread
+   * to start would pay more than the risk it avoids.
+   */
+  acquireProbation(): WorkerConnection {
+    this.startProbationWorkers();
+    const now = performance.timeOrigin + performance.now();
+    const perWorker = this.options.queuedRunsPerWorker;
+    const ready = this.probation.filter((connection) => connection.isReady);
+    const leastQueued = (workers: WorkerConnection[]) =>
+      workers.reduce<WorkerConnection | undefined>((best, candidate) => (best === undefined || candidate.queuedWork(now) < best.queuedWork(now) ? candidate : best), undefined);
+    let connection = leastQueued(ready.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0));
+    if (connection === undefined && (ready.length === 0 || this.roomForRuns(this.shared, this.options.sharedWorkers) > 0)) return this.acquireShared(true);
+    connection ??= leastQueued(ready)!;
+    connection.sandboxCount++;
+    return connection;
+  }
+
+  /**
+   * How many more runs the probation line may send now: the ready probation workers'
+   * room, plus the shared workers' while no known run waits for it (so a service whose
+   * every script is new still has every worker).
+   */
+  private probationRoom(): number {
+    const now = performance.timeOrigin + performance.now();
+    const perWorker = this.options.queuedRunsPerWorker;
+    let room = 0;
+    for (const connection of this.probation) if (connection.isReady) room += connection.roomForRuns(now, perWorker);
+    if (this.runAdmission.waitingCount === 0) room += Math.max(0, this.roomForRuns(this.shared, this.options.sharedWorkers) - this.runAdmission.unplacedCount);
+    return room;
+  }
+
+  private shuttingDown = false;
+
+  private startProbationWorkers(): void {
+    if (!this.probationOn || this.shuttingDown) return;
+    // Not while shared workers start: a thread starting beside them would delay the first
+    // runs (new scripts' runs go to the shared workers until a probation worker is ready).
+    if (this.shared.length < this.options.sharedWorkers || this.shared.some((connection) => !connection.isReady)) return;
+    while (this.probation.length < this.options.probationWorkers) {
+      // Warm sandboxes as a shared worker keeps, but no burst's engines: the shared workers take the bursts.
+      const connection = new WorkerConnection(this, false, { size: this.options.warmSandboxesPerWorker, burstExtraMax: 0 }, false, true);
+      this.probation.push(connection);
+      this.all.add(connection);
+      // Its runs were waiting for it to be ready (probationRoom counts only ready ones).
+      void connection.ready.then(() => this.wakeLines());
+    }
   }
 
   /**
@@ -965,7 +1093,13 @@ export class WorkerPool {
 
   /** Whether other runs wait for `connection`: sent to it besides the one in `slot` (and not withdrawn), or in the line of one-shot runs. */
   othersWaitOn(connection: WorkerConnection, slot: number): boolean {
-    return connection.othersInFlight(slot) > 0 || this.runAdmission.waitingCount > 0;
+    if (connection.othersInFlight(slot) > 0) return true;
+    return connection.dedicated ? !connection.demoted && this.runsWaitForIsolated() : this.runsWaitInLine();
+  }
+
+  /** Whether isolated sandboxes wait for a dedicated worker (all maxIsolatedWorkers taken): a guest holding one is then seen sooner, and re-run elsewhere. */
+  runsWaitForIsolated(): boolean {
+    return this.isolated.waiting > 0;
   }
 
   /** The watchdog terminated a worker (a guest stuck past its deadline, or a withdrawn one in a native call). */
@@ -978,6 +1112,8 @@ export class WorkerPool {
   hasRoomElsewhere(connection: WorkerConnection, nowEpochMs: number): boolean {
     // A demoted run stays among the demoted workers (moving it to an ordinary one would undo its demotion).
     if (connection.dedicated || connection.demoted) return false;
+    // A run queued on a held probation worker goes where the probation line could send it now.
+    if (connection.probation) return this.probationRoom() > 0;
     if (this.shared.length < this.options.sharedWorkers) return true;
     const here = connection.queuedWork(nowEpochMs);
     return this.shared.some((other) => other !== connection && other.queuedWork(nowEpochMs) + 1 < here);
@@ -1002,16 +1138,23 @@ export class WorkerPool {
     }
     for (const connection of this.shared) connection.keepAliveUntilReady();
     await Promise.all(this.shared.map((connection) => connection.ready));
+    // Then the probation workers (host/run-probation.ts): the first new script's run finds one ready.
+    this.startProbationWorkers();
+    for (const connection of this.probation) connection.keepAliveUntilReady();
+    await Promise.all(this.probation.map((connection) => connection.ready));
   }
 
   forget(connection: WorkerConnection): void {
     this.retiring.delete(connection);
     if (!this.all.delete(connection)) return;
-    for (const workers of [this.shared, this.demoted]) {
+    for (const workers of [this.shared, this.demoted, this.probation]) {
       const index = workers.indexOf(connection);
       if (index !== -1) workers.splice(index, 1);
     }
     // A lost shared worker is replaced at the next placement: its room counts meanwhile.
+    // A lost probation worker at once if new scripts' runs wait for it: only a probation
+    // worker's room admits them while known runs wait (probationRoom).
+    if (connection.probation && this.probationRunAdmission.waitingCount > 0) this.startProbationWorkers();
     this.wakeLines();
     if (connection.dedicated) (connection.demoted ? this.demotedIsolated : this.isolated).forget(connection);
   }
@@ -1029,7 +1172,7 @@ export class WorkerPool {
         busy = true;
         connection.checkDeadline(now);
       }
-      if (!busy && this.runAdmission.waitingCount === 0 && this.demotedRunAdmission.waitingCount === 0 && this.watchdogTimer) {
+      if (!busy && !this.runsWaitInLine() && this.demotedRunAdmission.waitingCount === 0 && this.watchdogTimer) {
         clearInterval(this.watchdogTimer);
         this.watchdogTimer = null;
       }
@@ -1047,7 +1190,10 @@ export class WorkerPool {
       waitingForIsolated: this.isolated.waiting,
       inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
       inFlightPerDemotedWorker: this.demoted.map((connection) => connection.activations),
-      waitingRuns: this.runAdmission.waitingCount + this.demotedRunAdmission.waitingCount,
+      inFlightPerProbationWorker: this.probation.map((connection) => connection.activations),
+      waitingRuns: this.runAdmission.waitingCount + this.demotedRunAdmission.waitingCount + this.probationRunAdmission.waitingCount,
+      waitingNewScriptRuns: this.probationRunAdmission.waitingCount,
+      knownScripts: this.knownScripts.size,
       demoted: this.demoted.length + this.demotedIsolated.alive,
       demotedScripts: this.demotion.count,
       hardStops: this.hardStops,
@@ -1056,10 +1202,17 @@ export class WorkerPool {
 
   /** Terminates every worker (tests, graceful shutdown). Sandboxes in them become unusable. */
   async shutdown(): Promise<void> {
-    for (const connection of [...this.all]) connection.terminate();
+    // No probation worker is replaced while they all end (forget).
+    this.shuttingDown = true;
+    try {
+      for (const connection of [...this.all]) connection.terminate();
+    } finally {
+      this.shuttingDown = false;
+    }
     this.all.clear();
     this.shared.length = 0;
     this.demoted.length = 0;
+    this.probation.length = 0;
     if (this.demotedRetireTimer !== null) clearTimeout(this.demotedRetireTimer);
     this.demotedRetireTimer = null;
     this.retiring.clear();
@@ -1089,8 +1242,14 @@ export interface PoolStats {
   inFlightPerSharedWorker: number[];
   /** The same for each shared demoted worker (the runs from the demoted line among them wait there, unstarted, at most queuedRunsPerWorker at a time). */
   inFlightPerDemotedWorker: number[];
-  /** One-shot runs (runScript) waiting in the embedder for room on a shared or demoted worker (queuedRunsPerWorker). */
+  /** The same for each probation worker (runs of scripts new to the pool: host/run-probation.ts). */
+  inFlightPerProbationWorker: number[];
+  /** One-shot runs (runScript) waiting in the embedder for room on a shared, probation or demoted worker (queuedRunsPerWorker). */
   waitingRuns: number;
+  /** Those of them that wait in the probation line (runs of scripts new to the pool). */
+  waitingNewScriptRuns: number;
+  /** Scripts that have run here and are not demoted (at most 4,096 remembered): their runs skip the probation line. */
+  knownScripts: number;
   /** Demoted workers alive: shared ones (demotedWorkers) and dedicated ones of isolated demoted runs (up to maxIsolatedWorkers). */
   demoted: number;
   /** Scripts whose one-shot runs go to the demoted workers now (host/run-demotion.ts). */

@@ -49,6 +49,11 @@ export class RunAdmission {
     return this.waiting.length;
   }
 
+  /** Runs admitted and not yet sent to a worker (room they will take that the workers do not show yet). */
+  get unplacedCount(): number {
+    return this.unplaced;
+  }
+
   /**
    * Resolves once the run may be placed; `cancel` gives up the place (or the admission, if
    * granted meanwhile). `leaves`: checked at releaseLeavers(); once true, the run is let

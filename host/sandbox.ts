@@ -15,7 +15,7 @@ import { checkPreparedMap, StackMapper } from "./source-map.js";
 import { prepareSource, ScriptImportError, ScriptSyntaxError, type PreparedSource } from "./transpile.js";
 import { bundleEntryFile, bundleSource, type NamedModules } from "./bundle/bundle.js";
 import { SandboxDisposedError, ScriptError } from "./errors.js";
-import type { CallOptions, LoadOptions, LogEntry, RunOptions, RunResult, RunScriptOptions, SandboxOptions } from "./types.js";
+import type { CallOptions, ErrorKind, LoadOptions, LogEntry, RunOptions, RunResult, RunScriptOptions, SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
 import { formatBytes } from "./limits.js";
 import { disposedOutcome, evictedOutcome, hardStoppedOutcome, interruptedOutcome, type Interruption } from "./tenancy-outcomes.js";
@@ -33,6 +33,8 @@ const EMPTY_STATS = { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0, q
  * "evicted": each loss is another runaway stopped, so this only bounds a flood of them.
  */
 const MAX_BYSTANDER_RETRIES = 5;
+/** Outcomes of a run that never ran the script through (so it tells nothing of what the script does: host/run-probation.ts). */
+const DID_NOT_RUN: ReadonlySet<ErrorKind> = new Set<ErrorKind>(["aborted", "disposed", "queue-timeout", "evicted"]);
 /** How often one run may move off a stuck worker while queued (see #movableWhileQueued). */
 const MAX_MOVES = 3;
 /** A run withdrawn to re-run needs this much of its queueTimeoutMs left to wait in the demoted line for a start. */
@@ -214,24 +216,33 @@ export class Sandbox {
         demoted = true;
       }
     } else {
-      let demoted = this.#isDemoted();
+      let standing = this.#standing();
       // Once, and again after a withdrawal (#returning); a run re-sent after losing its
       // worker keeps its admission (bystanders go to the fresh worker at once).
       while (this.#oneShot && this.#admission === null) {
         // A run leaves its line when its script's standing changes while it waits: demoted
-        // (an earlier run of it was seen holding its worker), or no longer (demotion was
-        // turned off: its line would never move again), and joins the other one.
-        const line = demoted ? this.#pool.demotedRunAdmission : this.#pool.runAdmission;
-        const admission = await this.#waitInLine(line, () => this.#isDemoted() !== demoted, this.#returning);
-        if (this.#isDemoted() === demoted) {
+        // (an earlier run of it was seen holding its worker), no longer demoted (demotion
+        // was turned off: its line would never move again), or, waiting as a new script's,
+        // known (an earlier run of it ended here: host/run-probation.ts), and joins the
+        // line it belongs in now.
+        const line = standing === "demoted" ? this.#pool.demotedRunAdmission : standing === "new" ? this.#pool.probationRunAdmission : this.#pool.runAdmission;
+        const leftProbationLine = standing === "new" ? this.#pool.waitsOnProbation(this.#demotionKey!) : null;
+        let admission: Admission;
+        try {
+          admission = await this.#waitInLine(line, () => this.#standing() !== standing, this.#returning);
+        } finally {
+          leftProbationLine?.();
+        }
+        const now = this.#standing();
+        if (now === standing) {
           this.#admission = admission;
           this.#returning = false;
         } else {
           admission.placed();
-          demoted = !demoted;
+          standing = now;
         }
       }
-      connection = demoted ? this.#pool.acquireDemoted() : this.#pool.acquireShared(this.#oneShot);
+      connection = standing === "demoted" ? this.#pool.acquireDemoted() : standing === "new" ? this.#pool.acquireProbation() : this.#pool.acquireShared(this.#oneShot);
     }
     connection.onLog(this.#id, this.#onLog);
     // A createSandbox sandbox keeps state (plugins) in its worker: see WorkerConnection.statefulSandboxes.
@@ -268,6 +279,14 @@ export class Sandbox {
 
   #isDemoted(): boolean {
     return this.#demotionKey !== null && this.#pool.isDemoted(this.#demotionKey);
+  }
+
+  /** Which line a one-shot run of this sandbox's script waits in: the demoted, the probation (a script new to the pool) or the ordinary one. */
+  #standing(): "demoted" | "new" | "ordinary" {
+    const key = this.#demotionKey;
+    if (key === null) return "ordinary";
+    if (this.#pool.isDemoted(key)) return "demoted";
+    return this.#pool.isNewScript(key) ? "new" : "ordinary";
   }
 
   /** Leaves a home whose worker is gone (or at disposal); its plugins are lost with it. */
@@ -368,6 +387,8 @@ export class Sandbox {
   async #runPrepared(prepared: PreparedSource, input: unknown, options: ResolvedRunOptions, runModules: DeclaredModules | null): Promise<RunResult> {
     const started = performance.now();
     const outcome = await this.#activate({ op: "run", code: prepared.code, filename: prepared.filename, input }, options, runModules);
+    // The script ran here (whatever its result) and was not demoted: its next runs are known ones.
+    if (this.#demotionKey !== null && (outcome.ok || !DID_NOT_RUN.has(outcome.error!.kind))) this.#pool.noteScriptRan(this.#demotionKey);
     return this.#toResult(outcome, prepared, started);
   }
 
@@ -601,8 +622,8 @@ export class Sandbox {
   }
 
   /**
-   * Lets a one-shot run that holds a shared worker while others wait for it start again on
-   * a demoted worker. The watchdog saw it use HELD_WORKER_CPU_MS of CPU in one guest entry
+   * Lets a one-shot run that holds a shared, probation or isolated worker while others wait
+   * for it start again on a demoted worker. The watchdog saw it use HELD_WORKER_CPU_MS of CPU in one guest entry
    * (HELD_CONTENDED_WORKER_CPU_MS while others wait for the worker, as they do here)
    * (host/run-demotion.ts), so its script has just been demoted; until its limit ends it,
    * every run queued on the worker, and every run there waiting on a timer, would wait too.
@@ -613,11 +634,14 @@ export class Sandbox {
    * holds the worker. The withdrawn attempt ends at the interrupt's next look; one in a
    * native call that ignores the interrupt may make the watchdog terminate the old worker
    * WITHDRAWN_ENTRY_GRACE_CPU_MS later, where that costs the others there only a re-run
-   * (WorkerConnection.checkDeadline).
+   * (WorkerConnection.checkDeadline). The same for an isolated one-shot run holding its
+   * dedicated worker while other isolated sandboxes wait for one (maxIsolatedWorkers all
+   * taken): it starts again on a demoted dedicated worker, and its worker goes to the next
+   * in line.
    */
   #rerunWhenHeld(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean, queueDeadline: number | null): { promise: Promise<"rerun">; cancel(): void } {
     const connection = home.connection;
-    if (!allowed || op !== "run" || !this.#oneShot || this.#onLog !== null || connection.dedicated || connection.demoted || slot < 0) {
+    if (!allowed || op !== "run" || !this.#oneShot || this.#onLog !== null || connection.demoted || slot < 0) {
       return { promise: new Promise<"rerun">(() => undefined), cancel: () => undefined };
     }
     let rerun!: (entryCpuMs: number, cpuLeftMs: number | null) => void;

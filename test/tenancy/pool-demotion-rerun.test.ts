@@ -3,10 +3,17 @@
 // for that worker starts again on a demoted worker, if it has had no effect outside the
 // sandbox. Also what makes that safe and cheap: no effect after a stop, no guest entry
 // after a stop, and no new demoted worker starting while ordinary runs wait in line.
-import { describe, expect, it, onTestFinished } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { configurePool, createSandbox, hostSync, poolStats, runScript, type HostModules } from "scriptbox";
 import { ACTIVATION_SLOTS_BYTES, ActivationSlots } from "../../host/activation-slots.js";
 import { failure, sharedInFlightProbe, startedProbe } from "./demotion-probes.js";
+
+// The runs here stage what happens on a shared worker: a script's first runs meet there,
+// as runs of a known script that turns hostile do. Probation (pool-probation.test.ts)
+// would send these new scripts' first runs to a worker of their own.
+beforeAll(() => {
+  configurePool({ probationWorkers: 0 });
+});
 describe("demoted workers start only when no ordinary run waits", () => {
   it("while ordinary runs wait in line, demoted runs wait for the demoted workers already running (at least one)", async () => {
     // First in this file (a process of its own): nothing is demoted and no demoted worker runs yet.
@@ -135,6 +142,32 @@ describe("re-running a run that holds a shared worker while others wait", () => 
     expect(events).toEqual(["started 7", "light ended", "heavy ended"]);
     // Its wait for the demoted worker (the first attempt included) is queued time.
     expect(heavy.stats.queuedMs).toBeGreaterThan(0);
+  });
+
+  it("an isolated run without effects that holds its dedicated worker while another isolated run waits for one starts again on a demoted dedicated worker; the waiting run gets the worker", async () => {
+    configurePool({ maxIsolatedWorkers: 1, demotedWorkers: 1 });
+    try {
+      const events: string[] = [];
+      const demotedBefore = poolStats().demotedScripts;
+      const heavySource = "export default () => { const end = Date.now() + 1500; while (Date.now() < end) {} return 'heavy' } // isolated";
+      const heavy = runScript(heavySource, { isolate: true, limits: busyLimits }).then((result) => {
+        events.push("heavy ended");
+        return result;
+      });
+      const deadline = Date.now() + 5_000;
+      while (poolStats().isolated - poolStats().idleIsolated !== 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1));
+      const lightRun = runScript("export default (n) => n // isolated light", { isolate: true, input: 7 }).then((result) => {
+        events.push("light ended");
+        return result;
+      });
+      // Without the re-run, the light run would wait for the heavy one's 1.5 s.
+      expect(await lightRun).toMatchObject({ ok: true, value: 7 });
+      expect(await heavy).toMatchObject({ ok: true, value: "heavy" });
+      expect(events).toEqual(["light ended", "heavy ended"]);
+      expect(poolStats().demotedScripts).toBe(demotedBefore + 1);
+    } finally {
+      configurePool({ maxIsolatedWorkers: 4 });
+    }
   });
 
   it("a run that had an effect (a host call) before it held the worker is not run again: the waiting run waits", async () => {

@@ -3,10 +3,17 @@
 // worker, whose thread has the lowest OS priority; runs of it still waiting in line leave
 // the line as soon as the watchdog sees one of its runs holding a worker, before it ends.
 import { readdirSync, readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { configurePool, poolStats, runScript } from "scriptbox";
 import { failure, sharedInFlightProbe, startedProbe } from "./demotion-probes.js";
 import { DEMOTED_FOR_MS, RunDemotion } from "../../host/run-demotion.js";
+
+// The runs here stage what happens on a shared worker: a script's first runs meet there,
+// as runs of a known script that turns hostile do. Probation (pool-probation.test.ts)
+// would send these new scripts' first runs to a worker of their own.
+beforeAll(() => {
+  configurePool({ probationWorkers: 0 });
+});
 
 /** Nice values of this process's threads (Linux: field 19 of /proc/self/task/<tid>/stat). */
 function threadNiceValues(): number[] {

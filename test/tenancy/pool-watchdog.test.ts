@@ -105,7 +105,18 @@ describe("the watchdog on an oversubscribed CPU", () => {
     configurePool({ demotedWorkers: 1 });
     try {
       const loop = "export default () => { for (;;) {} } // starved";
-      expect(await runScript(loop, { limits: { cpuTimeMs: 150, wallTimeMs: 60_000 } })).toMatchObject({ ok: false, error: { kind: "cpu" } });
+      // The demoted worker starts while the hogs are stopped: its thread runs at the lowest
+      // priority from its first instruction (host/thread-priority.ts), and among HOGS busy
+      // processes its start alone would take minutes.
+      for (const hog of hogs) hog.kill("SIGSTOP");
+      try {
+        // Demoted by running to its CPU limit; its second run starts the demoted worker.
+        expect(await runScript(loop, { limits: { cpuTimeMs: 150, wallTimeMs: 60_000 } })).toMatchObject({ ok: false, error: { kind: "cpu" } });
+        expect(await runScript(loop, { limits: { cpuTimeMs: 60, wallTimeMs: 60_000 } })).toMatchObject({ ok: false, error: { kind: "cpu" } });
+      } finally {
+        for (const hog of hogs) hog.kill("SIGCONT");
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300));
       const started = performance.now();
       const result = await runScript(loop, { limits: { cpuTimeMs: 10_000, wallTimeMs: 100 } });
       console.log(`demoted and starved: ${result.ok ? "ok" : result.error.message} after ${Math.round(performance.now() - started)} ms`);
