@@ -21,7 +21,7 @@ import { AdaptivePoll } from "./adaptive-poll.js";
 import { RunAdmission } from "./run-admission.js";
 import { DedicatedWorkers } from "./dedicated-workers.js";
 import { DEMOTED_FOR_MS, HELD_CONTENDED_WORKER_CPU_MS, HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
-import { KnownScripts } from "./run-probation.js";
+import { KnownScripts, PROBATION_MAX_WAIT_MS } from "./run-probation.js";
 import { startAtLowestPriority } from "./thread-priority.js";
 import { BURST_EXTRA_MAX } from "./worker/warm-pool.js";
 
@@ -116,7 +116,8 @@ export interface PoolOptions {
   /**
    * Workers, at normal priority, that take the one-shot runs of scripts new to the pool
    * first (host/run-probation.ts), so that known runs never wait behind them. 0: new
-   * scripts go to the shared workers like any. Needs demotion (demotedWorkers > 0). Default 1.
+   * scripts go to the shared workers like any. Needs demotion (demotedWorkers > 0 and a
+   * per-thread CPU clock: Linux) and the line (queuedRunsPerWorker > 0). Default 1.
    */
   probationWorkers: number;
 }
@@ -731,7 +732,7 @@ export class WorkerPool {
   /** Workers, at normal priority, for the one-shot runs of scripts new to the pool (acquireProbation). */
   private readonly probation: WorkerConnection[] = [];
   /** Which one-shot scripts have run here (the others are new: host/run-probation.ts); runs of one just known leave the probation line. */
-  private readonly knownScripts = new KnownScripts(() => this.probationRunAdmission.releaseLeavers());
+  private readonly knownScripts = new KnownScripts((key) => this.probationRunAdmission.releaseKey(key));
   /** Retires idle demoted workers once no script is demoted (scheduled when one goes idle). */
   private demotedRetireTimer: NodeJS.Timeout | null = null;
   private readonly all = new Set<WorkerConnection>();
@@ -810,15 +811,32 @@ export class WorkerPool {
     this.runAdmission.releaseLeavers();
     this.demotedRunAdmission.releaseLeavers();
     this.probationRunAdmission.releaseLeavers();
+    // Probation turned on, or more probation workers: waiting runs may use them.
     this.wakeLines();
   }
 
   /** Admits waiting one-shot runs where there is room now (a run started or ended, a worker came or went). */
   wakeLines(): void {
-    // Known runs first: the probation line gets the shared workers' room only once none waits.
-    this.runAdmission.wake();
-    this.probationRunAdmission.wake();
+    if (this.probationRunAdmission.waitingCount > 0) {
+      // Its runs may be waiting for a probation worker that could not start before (the
+      // shared workers were starting) or was lost.
+      this.startProbationWorkers();
+    }
+    // Known runs first: the probation line gets the shared workers' room only once none
+    // waits, or once its first run has waited PROBATION_MAX_WAIT_MS (probationRoom).
+    if (this.probationLineOverdue()) {
+      this.probationRunAdmission.wake();
+      this.runAdmission.wake();
+    } else {
+      this.runAdmission.wake();
+      this.probationRunAdmission.wake();
+    }
     this.demotedRunAdmission.wake();
+  }
+
+  /** The probation line's first run has waited PROBATION_MAX_WAIT_MS: its line takes the shared workers' room ahead of known runs. */
+  private probationLineOverdue(): boolean {
+    return this.probationRunAdmission.oldestWaitMs() >= PROBATION_MAX_WAIT_MS;
   }
 
   /** Whether one-shot runs wait in the embedder for a shared or probation worker (a guest holding one is then seen sooner). */
@@ -879,31 +897,33 @@ export class WorkerPool {
     if (this.demotionOn && !this.isDemoted(key)) this.knownScripts.noteRan(key);
   }
 
-  /** Joins a run of the new script `key` to the probation line's count (its leaving is then checked once the key is known); call the result when it leaves. */
-  waitsOnProbation(key: string): () => void {
-    // The probation workers start with the first new script (or at warmPool).
+  /** The probation line, for a run of a new script (its workers start with the first one, or at warmPool). */
+  probationLine(): RunAdmission {
     this.startProbationWorkers();
-    return this.knownScripts.waits(key);
+    return this.probationRunAdmission;
   }
 
   /**
-   * A worker for a one-shot run of a new script, admitted from the probation line: a
-   * ready probation worker with room for it (the least queued), else a shared worker (the
-   * line is admitted there only while no known run waits: probationRoom), else the least
-   * queued ready probation worker. Until a probation worker is ready, new scripts' runs go
-   * to the shared workers as they did without probation: a run waiting ~0.2 s for a thread
-   * to start would pay more than the risk it avoids.
+   * A worker for a one-shot run of a new script, admitted from the probation line (or a
+   * bystander of one, sent again): a ready probation worker with room for it (the least
+   * queued); else a shared worker while no known run waits and one has room (or the
+   * probation line is overdue: probationRoom); else a probation worker, ready or starting
+   * (the least queued: a bystander of a lost probation worker goes to its replacement,
+   * not among the known runs); else, where none can start yet (the shared workers are
+   * starting), a shared worker, as without probation.
    */
   acquireProbation(): WorkerConnection {
     this.startProbationWorkers();
     const now = performance.timeOrigin + performance.now();
     const perWorker = this.options.queuedRunsPerWorker;
-    const ready = this.probation.filter((connection) => connection.isReady);
     const leastQueued = (workers: WorkerConnection[]) =>
       workers.reduce<WorkerConnection | undefined>((best, candidate) => (best === undefined || candidate.queuedWork(now) < best.queuedWork(now) ? candidate : best), undefined);
-    let connection = leastQueued(ready.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0));
-    if (connection === undefined && (ready.length === 0 || this.roomForRuns(this.shared, this.options.sharedWorkers) > 0)) return this.acquireShared(true);
-    connection ??= leastQueued(ready)!;
+    let connection = leastQueued(this.probation.filter((candidate) => candidate.isReady && candidate.roomForRuns(now, perWorker) > 0));
+    if (connection === undefined) {
+      const sharedFree = (this.runAdmission.waitingCount === 0 || this.probationLineOverdue()) && this.roomForRuns(this.shared, this.options.sharedWorkers) > 0;
+      if (sharedFree || this.probation.length === 0) return this.acquireShared(true);
+      connection = leastQueued(this.probation)!;
+    }
     connection.sandboxCount++;
     return connection;
   }
@@ -911,14 +931,18 @@ export class WorkerPool {
   /**
    * How many more runs the probation line may send now: the ready probation workers'
    * room, plus the shared workers' while no known run waits for it (so a service whose
-   * every script is new still has every worker).
+   * every script is new still has every worker) or once its first run has waited
+   * PROBATION_MAX_WAIT_MS (so that known runs that keep coming cannot hold a new script
+   * back for longer).
    */
   private probationRoom(): number {
     const now = performance.timeOrigin + performance.now();
     const perWorker = this.options.queuedRunsPerWorker;
     let room = 0;
     for (const connection of this.probation) if (connection.isReady) room += connection.roomForRuns(now, perWorker);
-    if (this.runAdmission.waitingCount === 0) room += Math.max(0, this.roomForRuns(this.shared, this.options.sharedWorkers) - this.runAdmission.unplacedCount);
+    if (this.runAdmission.waitingCount === 0 || this.probationLineOverdue()) {
+      room += Math.max(0, this.roomForRuns(this.shared, this.options.sharedWorkers) - this.runAdmission.unplacedCount);
+    }
     return room;
   }
 
@@ -964,9 +988,12 @@ export class WorkerPool {
   /**
    * How many demoted workers demoted runs may count on now: demotedWorkers while no
    * ordinary run waits in line, else only those already running (at least one). A new
-   * thread spends ~40 ms of CPU starting before it can lower its own priority, at the
-   * embedder's; a native hog hard-stopped on a demoted worker made its replacement start
-   * in the middle of the ordinary runs it was meant to spare, once per hog.
+   * thread spends ~40 ms of CPU starting; on Linux it is lowered to nice 19 right after
+   * `new Worker()` returns (host/thread-priority.ts), elsewhere it starts at the
+   * embedder's priority, and each native hog hard-stopped on a demoted worker made its
+   * replacement start in the middle of the ordinary runs it was meant to spare, once per
+   * hog. Kept on Linux too: the thread may run a slice at the embedder's priority before
+   * it is lowered, and each one holds ~17-25 MiB.
    */
   private demotedWorkersToCount(): number {
     if (this.runAdmission.waitingCount === 0) return this.options.demotedWorkers;
@@ -1091,7 +1118,13 @@ export class WorkerPool {
     return room;
   }
 
-  /** Whether other runs wait for `connection`: sent to it besides the one in `slot` (and not withdrawn), or in the line of one-shot runs. */
+  /**
+   * Whether other runs wait for `connection`: sent to it besides the one in `slot` (and not
+   * withdrawn), or, for a shared or probation worker, in the ordinary or probation line
+   * (for a probation worker the ordinary line counts too: its guest takes a core from the
+   * shared workers those runs wait for), or, for an isolated worker, isolated sandboxes
+   * waiting for one.
+   */
   othersWaitOn(connection: WorkerConnection, slot: number): boolean {
     if (connection.othersInFlight(slot) > 0) return true;
     return connection.dedicated ? !connection.demoted && this.runsWaitForIsolated() : this.runsWaitInLine();
@@ -1152,9 +1185,7 @@ export class WorkerPool {
       if (index !== -1) workers.splice(index, 1);
     }
     // A lost shared worker is replaced at the next placement: its room counts meanwhile.
-    // A lost probation worker at once if new scripts' runs wait for it: only a probation
-    // worker's room admits them while known runs wait (probationRoom).
-    if (connection.probation && this.probationRunAdmission.waitingCount > 0) this.startProbationWorkers();
+    // A lost probation worker is replaced at once if new scripts' runs wait for it (wakeLines).
     this.wakeLines();
     if (connection.dedicated) (connection.demoted ? this.demotedIsolated : this.isolated).forget(connection);
   }

@@ -21,6 +21,10 @@ export interface Admission {
 
 interface Waiter {
   admit(admission: Admission): void;
+  /** Given by runs of the probation line: their script's key (releaseKey). */
+  key: string | undefined;
+  /** When it began to wait (`performance.now()`), for oldestWaitMs. */
+  since: number;
   /** The run belongs in the other line now (its script was demoted meanwhile, or demotion was turned off). */
   leaves(): boolean;
   /** It came back (admit's `ahead`): it waits before the others, behind those that came back before it. */
@@ -32,6 +36,8 @@ const NO_ROOM_TAKEN: Admission = { placed: () => undefined };
 
 export class RunAdmission {
   private readonly waiting: Waiter[] = [];
+  /** The waiting runs that gave a key, by key (releaseKey finds them without a scan of the line). */
+  private readonly byKey = new Map<string, Set<Waiter>>();
   /** Runs admitted and not yet sent to a worker: they will take room the workers do not show yet. */
   private unplaced = 0;
 
@@ -62,10 +68,10 @@ export class RunAdmission {
    * or withdrawn to re-run) goes before the runs that arrived after it, which are all of
    * those waiting.
    */
-  admit(leaves: () => boolean = () => false, ahead = false): { admission: Promise<Admission>; cancel(): void } {
+  admit(leaves: () => boolean = () => false, ahead = false, key?: string): { admission: Promise<Admission>; cancel(): void } {
     let granted: Admission | null = null;
     let cancelled = false;
-    const waiter: Waiter = { admit: () => undefined, leaves, ahead };
+    const waiter: Waiter = { admit: () => undefined, leaves, ahead, key, since: performance.now() };
     const admission = new Promise<Admission>((resolve) => {
       waiter.admit = (admission) => {
         granted = admission;
@@ -82,6 +88,7 @@ export class RunAdmission {
         const firstNotAhead = this.waiting.findIndex((other) => !other.ahead);
         this.waiting.splice(firstNotAhead === -1 ? this.waiting.length : firstNotAhead, 0, waiter);
       } else this.waiting.push(waiter);
+      this.index(waiter);
       this.onWait();
     }
     return {
@@ -89,7 +96,10 @@ export class RunAdmission {
       cancel: () => {
         cancelled = true;
         const index = this.waiting.indexOf(waiter);
-        if (index !== -1) this.waiting.splice(index, 1);
+        if (index !== -1) {
+          this.waiting.splice(index, 1);
+          this.unindex(waiter);
+        }
         (granted as Admission | null)?.placed();
       },
     };
@@ -106,14 +116,61 @@ export class RunAdmission {
       else this.waiting[kept++] = waiter;
     }
     this.waiting.length = kept;
+    for (const waiter of leavers) {
+      this.unindex(waiter);
+      waiter.admit(NO_ROOM_TAKEN);
+    }
+  }
+
+  /**
+   * Lets out the waiting runs that gave `key` (its script just became known: they belong
+   * in the ordinary line now). Finds them by key: a scan of the whole line for every key
+   * that became known was quadratic in a burst of new scripts (found by review).
+   */
+  releaseKey(key: string): void {
+    const leavers = this.byKey.get(key);
+    if (leavers === undefined) return;
+    this.byKey.delete(key);
+    let kept = 0;
+    for (const waiter of this.waiting) if (!leavers.has(waiter)) this.waiting[kept++] = waiter;
+    this.waiting.length = kept;
     for (const waiter of leavers) waiter.admit(NO_ROOM_TAKEN);
+  }
+
+  /** How long the run first in line has waited, in ms (0 when none waits). */
+  oldestWaitMs(): number {
+    return this.waiting.length === 0 ? 0 : performance.now() - this.waiting[0]!.since;
+  }
+
+  /** Keys with runs waiting (for tests: a run that left the line, however, is no longer indexed). */
+  get keyedCount(): number {
+    return this.byKey.size;
+  }
+
+  private index(waiter: Waiter): void {
+    if (waiter.key === undefined) return;
+    let set = this.byKey.get(waiter.key);
+    if (set === undefined) this.byKey.set(waiter.key, (set = new Set()));
+    set.add(waiter);
+  }
+
+  private unindex(waiter: Waiter): void {
+    if (waiter.key === undefined) return;
+    const set = this.byKey.get(waiter.key);
+    if (set === undefined) return;
+    set.delete(waiter);
+    if (set.size === 0) this.byKey.delete(waiter.key);
   }
 
   /** Admits waiting runs while the workers have room (a run started or ended, a worker came free). */
   wake(): void {
     if (this.waiting.length === 0) return;
     const room = this.room();
-    while (this.waiting.length > 0 && this.unplaced < room) this.waiting.shift()!.admit(this.grant());
+    while (this.waiting.length > 0 && this.unplaced < room) {
+      const waiter = this.waiting.shift()!;
+      this.unindex(waiter);
+      waiter.admit(this.grant());
+    }
   }
 
   private grant(): Admission {

@@ -24,8 +24,9 @@ import { createHash } from "node:crypto";
 /** A guest entry that used this much CPU time held its worker for long (ordinary runs take a few ms in all). */
 export const HELD_WORKER_CPU_MS = 50;
 /**
- * The same while other runs wait for that worker (queued there, or in the embedder's line
- * for a shared worker): each ms it holds the worker then is a ms they wait. Half of
+ * The same while other runs wait for that worker (queued there, or in the embedder's lines
+ * for a shared or probation worker, or isolated sandboxes waiting for an isolated worker):
+ * each ms it holds the worker then is a ms they wait. Half of
  * HELD_WORKER_CPU_MS: in the mixed-tenancy bench the three hostile scripts new to the pool
  * each held a shared worker for 75-100 ms of wall time (50 ms of CPU, on cores shared
  * with the other threads) before they were seen, in the burst where the ordinary runs

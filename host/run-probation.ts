@@ -12,10 +12,15 @@
 // is not known to be anything. So runs of scripts new to the pool wait in a line of their
 // own, served first by workers of their own (at normal priority: a new script is not
 // suspect, only unknown), and by the shared workers only when no known run waits for
-// them. Known runs never wait behind a new script's run; new scripts still get every
-// worker when the pool is not busy (a service whose every script is new loses nothing).
+// them. Known runs never wait in line for a new script's run (a new script's run placed on
+// a shared worker while no known run waited can still hold the runs sent there after it);
+// new scripts still get every worker when the pool is not busy (a service whose every
+// script is new loses nothing), and a new script's run that has waited
+// PROBATION_MAX_WAIT_MS takes the shared workers' room ahead of known runs (WorkerPool.wakeLines).
 //
 // A script is known by the same key as demotion: its tenant, or a digest of its text.
+// Probation judges a key by one run, so an input-dependent script (or a tenant whose first
+// script is harmless) passes it: its next offence is demotion's to handle, as before.
 
 /** Scripts remembered as known at most (the least recently run are forgotten first: they are new again). */
 const MAX_KNOWN_SCRIPTS = 4096;
@@ -23,12 +28,10 @@ const MAX_KNOWN_SCRIPTS = 4096;
 export class KnownScripts {
   /** Keys whose runs ended here without the script being demoted; in order of last run. */
   private readonly known = new Set<string>();
-  /** Runs of each new key waiting in the probation line (to let them out once the key is known). */
-  private readonly waiting = new Map<string, number>();
 
-  /** `onKnown`: a key with runs waiting in the probation line is now known; they may leave it for the ordinary line. */
+  /** `onKnown`: a key is known now (its runs waiting in the probation line may leave it for the ordinary line). */
   constructor(
-    private readonly onKnown: () => void = () => undefined,
+    private readonly onKnown: (key: string) => void = () => undefined,
     private readonly capacity = MAX_KNOWN_SCRIPTS,
   ) {}
 
@@ -42,7 +45,7 @@ export class KnownScripts {
     // Deleted first so the set's order stays the order of last run.
     this.known.add(key);
     if (this.known.size > this.capacity) this.known.delete(this.known.values().next().value!);
-    if (!wasKnown && (this.waiting.get(key) ?? 0) > 0) this.onKnown();
+    if (!wasKnown) this.onKnown(key);
   }
 
   /** The script was demoted: it is no longer known (when its demotion ends, its next run is on probation again). */
@@ -50,20 +53,16 @@ export class KnownScripts {
     this.known.delete(key);
   }
 
-  /** A run of `key` waits in the probation line; call the result once it no longer does. */
-  waits(key: string): () => void {
-    this.waiting.set(key, (this.waiting.get(key) ?? 0) + 1);
-    let done = false;
-    return () => {
-      if (done) return;
-      done = true;
-      const left = this.waiting.get(key)! - 1;
-      if (left === 0) this.waiting.delete(key);
-      else this.waiting.set(key, left);
-    };
-  }
 
   get size(): number {
     return this.known.size;
   }
 }
+
+/**
+ * How long a new script's run waits in the probation line while known runs keep the shared
+ * workers busy before it takes their room ahead of them: the bound on what probation costs
+ * a new script (one probation worker, held by another newcomer, would otherwise make it
+ * wait for as long as known runs keep coming: found by review).
+ */
+export const PROBATION_MAX_WAIT_MS = 1_000;

@@ -138,6 +138,8 @@ export class Sandbox {
    * to a dedicated demoted worker).
    */
   readonly #demotionKey: string | null;
+  /** The watchdog saw a guest entry of this sandbox hold its worker (its script was demoted then): see #runPrepared. */
+  #heldItsWorker = false;
   /** Re-runs the current one-shot run elsewhere when the watchdog sees it hold its worker (#rerunWhenHeld). */
   #rerunHeld: ((entryCpuMs: number, cpuLeftMs: number | null) => void) | null = null;
   readonly #plugins = new Set<Plugin>();
@@ -225,21 +227,19 @@ export class Sandbox {
         // was turned off: its line would never move again), or, waiting as a new script's,
         // known (an earlier run of it ended here: host/run-probation.ts), and joins the
         // line it belongs in now.
-        const line = standing === "demoted" ? this.#pool.demotedRunAdmission : standing === "new" ? this.#pool.probationRunAdmission : this.#pool.runAdmission;
-        const leftProbationLine = standing === "new" ? this.#pool.waitsOnProbation(this.#demotionKey!) : null;
-        let admission: Admission;
-        try {
-          admission = await this.#waitInLine(line, () => this.#standing() !== standing, this.#returning);
-        } finally {
-          leftProbationLine?.();
-        }
-        const now = this.#standing();
-        if (now === standing) {
+        const line = standing === "demoted" ? this.#pool.demotedRunAdmission : standing === "new" ? this.#pool.probationLine() : this.#pool.runAdmission;
+        // A run in the ordinary line leaves it only if demoted: its script falling out of
+        // the 4,096 known ones while it waits does not send it to the back of the probation
+        // line (found by review).
+        const belongsElsewhere = () => (standing === "ordinary" ? this.#isDemoted() : this.#standing() !== standing);
+        // The probation line finds a new script's runs by its key once it is known (RunAdmission.releaseKey).
+        const admission = await this.#waitInLine(line, belongsElsewhere, this.#returning, standing === "new" ? this.#demotionKey! : undefined);
+        if (!belongsElsewhere()) {
           this.#admission = admission;
           this.#returning = false;
         } else {
           admission.placed();
-          standing = now;
+          standing = this.#standing();
         }
       }
       connection = standing === "demoted" ? this.#pool.acquireDemoted() : standing === "new" ? this.#pool.acquireProbation() : this.#pool.acquireShared(this.#oneShot);
@@ -252,7 +252,10 @@ export class Sandbox {
     const demotionKey = this.#demotionKey;
     if (demotionKey !== null) {
       connection.onHeld(this.#id, {
-        held: () => this.#pool.noteHeld(demotionKey),
+        held: () => {
+          this.#heldItsWorker = true;
+          this.#pool.noteHeld(demotionKey);
+        },
         // Checked at every tick while held: runs sent a moment later wait behind it too.
         stillHeld: (entryCpuMs, cpuLeftMs) => this.#rerunHeld?.(entryCpuMs, cpuLeftMs),
       });
@@ -265,8 +268,8 @@ export class Sandbox {
   }
 
   /** Waits in one of the pool's lines of one-shot runs (host/run-admission.ts); dispose, signal and queueTimeoutMs reach it there. */
-  async #waitInLine(line: RunAdmission, leaves?: () => boolean, ahead = false): Promise<Admission> {
-    const wait = line.admit(leaves, ahead);
+  async #waitInLine(line: RunAdmission, leaves?: () => boolean, ahead = false, key?: string): Promise<Admission> {
+    const wait = line.admit(leaves, ahead, key);
     this.#homeWait = wait;
     const admission = await wait.admission;
     this.#homeWait = null;
@@ -289,13 +292,14 @@ export class Sandbox {
     return this.#pool.isNewScript(key) ? "new" : "ordinary";
   }
 
-  /** Leaves a home whose worker is gone (or at disposal); its plugins are lost with it. */
-  #leave(home: Home): void {
+  /** Leaves a home whose worker is gone (or at disposal); its plugins are lost with it. The worker is released once `releaseAfter` settles, if given. */
+  #leave(home: Home, releaseAfter: Promise<unknown> | null = null): void {
     if (this.#home !== home) return;
     this.#home = null;
     this.#homeReady = null;
     this.#detach(home.connection);
-    this.#pool.release(home.connection);
+    if (releaseAfter === null) this.#pool.release(home.connection);
+    else void releaseAfter.finally(() => this.#pool.release(home.connection));
     for (const plugin of this.#plugins) this.#lostPlugins.add(plugin);
     this.#plugins.clear();
   }
@@ -387,8 +391,10 @@ export class Sandbox {
   async #runPrepared(prepared: PreparedSource, input: unknown, options: ResolvedRunOptions, runModules: DeclaredModules | null): Promise<RunResult> {
     const started = performance.now();
     const outcome = await this.#activate({ op: "run", code: prepared.code, filename: prepared.filename, input }, options, runModules);
-    // The script ran here (whatever its result) and was not demoted: its next runs are known ones.
-    if (this.#demotionKey !== null && (outcome.ok || !DID_NOT_RUN.has(outcome.error!.kind))) this.#pool.noteScriptRan(this.#demotionKey);
+    // The script ran here (whatever its result), did not hold its worker, and is not
+    // demoted: its next runs are known ones. (A run that held its worker and outlived its
+    // own demotion, a short demotionMs, would otherwise make its script known: review.)
+    if (this.#demotionKey !== null && !this.#heldItsWorker && (outcome.ok || !DID_NOT_RUN.has(outcome.error!.kind))) this.#pool.noteScriptRan(this.#demotionKey);
     return this.#toResult(outcome, prepared, started);
   }
 
@@ -534,7 +540,7 @@ export class Sandbox {
         current = { connection: home.connection, slot };
         const settled = Promise.allSettled([home.confirmed ? true : home.created, reply]);
         const moved = this.#movableWhileQueued(home, slot, body.op, moves < MAX_MOVES);
-        const rerun = this.#rerunWhenHeld(home, slot, body.op, moves < MAX_MOVES, queueDeadline);
+        const rerun = this.#rerunWhenHeld(home, slot, body.op, moves < MAX_MOVES, queueDeadline, settled);
         const first = await Promise.race([settled, interruption, moved.promise, rerun.promise]).finally(() => {
           moved.cancel();
           rerun.cancel();
@@ -639,7 +645,7 @@ export class Sandbox {
    * taken): it starts again on a demoted dedicated worker, and its worker goes to the next
    * in line.
    */
-  #rerunWhenHeld(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean, queueDeadline: number | null): { promise: Promise<"rerun">; cancel(): void } {
+  #rerunWhenHeld(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean, queueDeadline: number | null, attemptSettled: Promise<unknown>): { promise: Promise<"rerun">; cancel(): void } {
     const connection = home.connection;
     if (!allowed || op !== "run" || !this.#oneShot || this.#onLog !== null || connection.demoted || slot < 0) {
       return { promise: new Promise<"rerun">(() => undefined), cancel: () => undefined };
@@ -660,7 +666,11 @@ export class Sandbox {
         if (!this.#isDemoted() || !this.#pool.othersWaitOn(connection, slot)) return;
         if (!connection.withdrawIfEffectFree(slot, this.#id)) return;
         this.#rerunHeld = null;
-        this.#leave(home);
+        // An isolated worker goes to the next in line only once the withdrawn attempt has
+        // ended there (a native call may run on until the watchdog terminates the worker,
+        // whose place then goes to the next in line as a fresh worker): handed over at once,
+        // the next one's run waited behind it and was lost with it (found by review).
+        this.#leave(home, connection.dedicated ? attemptSettled : null);
         connection.request({ op: "dispose", sandboxId: this.#id }).catch(() => undefined);
         resolve("rerun");
       };
@@ -683,6 +693,7 @@ export class Sandbox {
       const outcome = hardStoppedOutcome(kind, limit);
       this.#markDisposed(outcome.sandboxDisposed!);
       // Held its worker past its limit: its script is demoted (host/run-demotion.ts).
+      this.#heldItsWorker = true;
       if (this.#demotionKey !== null) this.#pool.noteHeld(this.#demotionKey);
       return outcome;
     }

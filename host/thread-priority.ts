@@ -1,4 +1,4 @@
-// Starting a worker thread at the lowest OS priority from its first instruction.
+// Starting a worker thread at the lowest OS priority right after it is created.
 //
 // Why: a demoted worker (WorkerPool.acquireDemoted) lowers its own priority as its entry
 // module starts, but a new thread first spends ~40 ms of CPU at the priority it inherited
@@ -9,7 +9,8 @@
 // (never raise, without privilege) the priority of any of its own threads by thread id,
 // and `new Worker()` creates its thread before it returns: the one task that appeared in
 // /proc/self/task across the constructor is that thread, and setpriority on its id lowers
-// it while it is still bootstrapping.
+// it while it is still bootstrapping (not before its first instruction: the embedder's
+// thread may be preempted between the two, and the new one run a slice at its priority).
 import { readdirSync } from "node:fs";
 import { constants, setPriority } from "node:os";
 

@@ -24,7 +24,7 @@ async function niceAtStart(start: () => Worker): Promise<number> {
 }
 
 describe.runIf(process.platform === "linux")("startAtLowestPriority", () => {
-  it("the new thread's first instruction already runs at nice 19; a thread started the usual way at the embedder's", async () => {
+  it("the new thread already runs at nice 19 when its own code starts (after Node's bootstrap); a thread started the usual way at the embedder's", async () => {
     const start = () => new Worker(REPORT_NICE, { eval: true });
     expect(await niceAtStart(() => startAtLowestPriority(start))).toBe(19);
     expect(await niceAtStart(start)).toBe(getPriority());

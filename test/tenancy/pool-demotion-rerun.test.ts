@@ -144,7 +144,9 @@ describe("re-running a run that holds a shared worker while others wait", () => 
     expect(heavy.stats.queuedMs).toBeGreaterThan(0);
   });
 
-  it("an isolated run without effects that holds its dedicated worker while another isolated run waits for one starts again on a demoted dedicated worker; the waiting run gets the worker", async () => {
+  // The re-run starts a demoted dedicated worker, at nice 19 from its start: on a loaded
+  // machine that thread gets little CPU, hence the long timeout.
+  it("an isolated run without effects that holds its dedicated worker while another isolated run waits for one starts again on a demoted dedicated worker; the waiting run gets the worker", { timeout: 120_000 }, async () => {
     configurePool({ maxIsolatedWorkers: 1, demotedWorkers: 1 });
     try {
       const events: string[] = [];
@@ -165,6 +167,39 @@ describe("re-running a run that holds a shared worker while others wait", () => 
       expect(await heavy).toMatchObject({ ok: true, value: "heavy" });
       expect(events).toEqual(["light ended", "heavy ended"]);
       expect(poolStats().demotedScripts).toBe(demotedBefore + 1);
+    } finally {
+      configurePool({ maxIsolatedWorkers: 4 });
+    }
+  });
+
+  it("an isolated worker whose withdrawn run is stuck in a native call goes to the next in line only once it has ended there: the waiting runs keep their order", { timeout: 120_000 }, async () => {
+    configurePool({ maxIsolatedWorkers: 1, demotedWorkers: 1 });
+    try {
+      const ended: string[] = [];
+      const hardStopsBefore = poolStats().hardStops;
+      // Effect-free, and all in one guest entry (the module's top level): a 16 MB string and
+      // 400 searches through it, native calls the interrupt never reaches in a loop that
+      // short, so the withdrawn attempt runs on until the watchdog terminates its worker.
+      const hog = `const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 400; i++) n += s.indexOf("b"); export default () => n; // isolated hog`;
+      const hogRun = runScript(hog, { isolate: true, limits: { cpuTimeMs: 300, wallTimeMs: 60_000 } });
+      const deadline = Date.now() + 5_000;
+      while (poolStats().isolated - poolStats().idleIsolated !== 1 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1));
+      const light = (name: string) =>
+        runScript(`export default () => "${name}" // isolated light`, { isolate: true }).then((result) => {
+          ended.push(name);
+          return result;
+        });
+      const first = light("first");
+      const second = light("second");
+      expect(await Promise.all([first, second])).toMatchObject([
+        { ok: true, value: "first" },
+        { ok: true, value: "second" },
+      ]);
+      // Handed over while the withdrawn attempt still ran, the first was lost with the
+      // worker and, sent again, went behind the second.
+      expect(ended).toEqual(["first", "second"]);
+      expect(poolStats().hardStops).toBeGreaterThan(hardStopsBefore);
+      expect(failure(await hogRun).kind).toBe("cpu");
     } finally {
       configurePool({ maxIsolatedWorkers: 4 });
     }

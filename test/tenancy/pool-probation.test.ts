@@ -4,7 +4,8 @@
 // waiting in the probation line join the ordinary line once the script is known.
 import { describe, expect, it } from "vitest";
 import { configurePool, hostSync, poolStats, runScript, warmPool } from "scriptbox";
-import { KnownScripts } from "../../host/run-probation.js";
+import { KnownScripts, PROBATION_MAX_WAIT_MS } from "../../host/run-probation.js";
+import { RunAdmission } from "../../host/run-admission.js";
 import { startedProbe } from "./demotion-probes.js";
 
 const HOLD_LIMITS = { cpuTimeMs: 60_000, wallTimeMs: 120_000 };
@@ -44,24 +45,40 @@ describe("KnownScripts", () => {
     expect(known.size).toBe(2);
   });
 
-  it("tells when a script with runs waiting in the probation line becomes known, and only then", () => {
-    let told = 0;
-    const known = new KnownScripts(() => told++);
-    known.noteRan("nobody waits");
-    expect(told).toBe(0);
-    const leaves = known.waits("x");
-    const leavesToo = known.waits("x");
-    leaves();
-    leaves();
+  it("tells when a script becomes known, and only then", () => {
+    const told: string[] = [];
+    const known = new KnownScripts((key) => told.push(key));
     known.noteRan("x");
-    expect(told).toBe(1);
-    // Already known: nothing to tell.
     known.noteRan("x");
-    expect(told).toBe(1);
-    leavesToo();
+    known.noteRan("y");
+    expect(told).toEqual(["x", "y"]);
+    // Forgotten (demoted), then known again.
     known.forget("x");
     known.noteRan("x");
-    expect(told).toBe(1);
+    expect(told).toEqual(["x", "y", "x"]);
+  });
+});
+
+describe("the probation line (RunAdmission with keys)", () => {
+  it("lets out the runs of a key just known, and only those, in one pass; a run that gave up its place leaves nothing behind", async () => {
+    const line = new RunAdmission(() => 0);
+    const a1 = line.admit(undefined, false, "a");
+    const b = line.admit(undefined, false, "b");
+    const a2 = line.admit(undefined, false, "a");
+    const unkeyed = line.admit();
+    expect(line.keyedCount).toBe(2);
+    line.releaseKey("a");
+    // Let out without room: they join another line.
+    await Promise.all([a1.admission, a2.admission]);
+    expect(line.waitingCount).toBe(2);
+    // A run that gives up its place (queueTimeoutMs, signal, dispose) is no longer indexed:
+    // its key's entry went with it (a leak per distinct key, found by review).
+    b.cancel();
+    expect(line.keyedCount).toBe(0);
+    line.releaseKey("b");
+    expect(line.waitingCount).toBe(1);
+    unkeyed.cancel();
+    expect(line.waitingCount).toBe(0);
   });
 });
 
@@ -167,8 +184,84 @@ describe("probation workers", () => {
     }
   });
 
+  it("a new script's run waits at most PROBATION_MAX_WAIT_MS while known runs keep the shared worker busy: then it goes before them", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1, probationWorkers: 1 });
+    await warmPool();
+    const known = "export default (n) => n // known, aging test";
+    expect(await runScript(known, { input: 0 })).toMatchObject({ ok: true, value: 0 });
+    const { events, modules, holder, keep, release, until, untilSeenHolding } = holderProbe();
+    expect(await runScript(holder("aging shared"), { modules, limits: HOLD_LIMITS })).toMatchObject({ ok: true });
+    try {
+      let demotedBefore = poolStats().demotedScripts;
+      keep("aging probation");
+      const probationHeld = runScript(holder("aging probation"), { modules, limits: HOLD_LIMITS });
+      await until(() => events.includes("started aging probation"));
+      await untilSeenHolding(demotedBefore);
+      demotedBefore = poolStats().demotedScripts;
+      keep("aging shared");
+      const sharedHeld = runScript(holder("aging shared"), { modules, limits: HOLD_LIMITS });
+      await until(() => events.filter((event) => event === "started aging shared").length === 2);
+      await untilSeenHolding(demotedBefore);
+      const ended: string[] = [];
+      const newRun = runScript("export default () => 'new' // aging test").then((result) => (ended.push("new"), result));
+      await until(() => poolStats().waitingNewScriptRuns === 1);
+      const knownRun = runScript(known, { input: 1 }).then((result) => (ended.push("known"), result));
+      await until(() => poolStats().waitingRuns === 2);
+      // The new run has waited past the bound when the shared worker comes free.
+      await new Promise((resolve) => setTimeout(resolve, PROBATION_MAX_WAIT_MS + 100));
+      release("aging shared");
+      expect(await Promise.all([newRun, knownRun, sharedHeld])).toMatchObject([
+        { ok: true, value: "new" },
+        { ok: true, value: 1 },
+        { ok: true },
+      ]);
+      expect(ended).toEqual(["new", "known"]);
+      release("aging probation");
+      expect(await probationHeld).toMatchObject({ ok: true });
+    } finally {
+      release("aging shared");
+      release("aging probation");
+    }
+  });
+
+  it("runs that lose the probation worker to a hard stop are sent again to its replacement, not to the shared worker known runs wait for", { timeout: 120_000 }, async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 4, demotedWorkers: 1, probationWorkers: 1 });
+    await warmPool();
+    const known = "export default (n) => n // known, hard-stop test";
+    expect(await runScript(known, { input: 0 })).toMatchObject({ ok: true, value: 0 });
+    const { events, modules, holder, keep, release, until, untilSeenHolding } = holderProbe();
+    expect(await runScript(holder("hard-stop shared"), { modules, limits: HOLD_LIMITS })).toMatchObject({ ok: true });
+    try {
+      const demotedBefore = poolStats().demotedScripts;
+      keep("hard-stop shared");
+      const sharedHeld = runScript(holder("hard-stop shared"), { modules, limits: HOLD_LIMITS });
+      await until(() => events.filter((event) => event === "started hard-stop shared").length === 2);
+      await untilSeenHolding(demotedBefore);
+      const knownRun = runScript(known, { input: 1 });
+      await until(() => poolStats().waitingRuns === 1);
+      // A new native hog takes the probation worker (effect-free, all in its top level, which
+      // no interrupt reaches): withdrawn once seen, it runs on there until the watchdog
+      // terminates the worker; the new run queued behind it is a bystander of that.
+      const hardStopsBefore = poolStats().hardStops;
+      const hog = `const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 400; i++) n += s.indexOf("b"); export default () => n; // probation hog`;
+      const hogRun = runScript(hog, { limits: { cpuTimeMs: 300, wallTimeMs: 60_000 } });
+      await until(() => poolStats().inFlightPerProbationWorker[0] === 1);
+      const bystander = runScript("export default () => 'bystander' // hard-stop test");
+      // It ends while the shared worker is still held: on the probation worker's replacement.
+      expect(await bystander).toMatchObject({ ok: true, value: "bystander" });
+      expect(poolStats().hardStops).toBeGreaterThan(hardStopsBefore);
+      expect(poolStats().waitingRuns).toBe(1);
+      release("hard-stop shared");
+      expect(await knownRun).toMatchObject({ ok: true, value: 1 });
+      expect(await sharedHeld).toMatchObject({ ok: true });
+      expect((await hogRun).ok).toBe(false);
+    } finally {
+      release("hard-stop shared");
+    }
+  });
+
   it("a demoted script is no longer known: when its demotion ends, its next run is on probation again", async () => {
-    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1, probationWorkers: 1, demotionMs: 600 });
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1, probationWorkers: 1, demotionMs: 3_000 });
     try {
       await warmPool();
       const loop = "export default () => { for (;;) {} } // fourth test";
@@ -180,7 +273,7 @@ describe("probation workers", () => {
       expect(poolStats().knownScripts).toBe(knownBefore - 1);
       const demoted = poolStats().demotedScripts;
       // Its demotion ends (the earlier tests' holders stay demoted: their demotionMs was 60 s).
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await new Promise((resolve) => setTimeout(resolve, 3_200));
       expect(poolStats().demotedScripts).toBe(demoted - 1);
       // New again: a run of it that ends without holding anything makes it known.
       expect(await runScript(loop, { limits: { cpuTimeMs: 5 } })).toMatchObject({ ok: false, error: { kind: "cpu" } });
