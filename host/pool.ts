@@ -554,6 +554,11 @@ export class WorkerConnection {
     return this.warm && this.lost === null;
   }
 
+  /** It warmed up at some point (lost or not). */
+  get wasReady(): boolean {
+    return this.warm;
+  }
+
   /** Keeps the process alive until this worker is ready (warmPool awaits `ready`). */
   keepAliveUntilReady(): void {
     if (this.warm || this.lost) return;
@@ -822,21 +827,14 @@ export class WorkerPool {
       // shared workers were starting) or was lost.
       this.startProbationWorkers();
     }
-    // Known runs first: the probation line gets the shared workers' room only once none
-    // waits, or once its first run has waited PROBATION_MAX_WAIT_MS (probationRoom).
-    if (this.probationLineOverdue()) {
-      this.probationRunAdmission.wake();
-      this.runAdmission.wake();
-    } else {
-      this.runAdmission.wake();
-      this.probationRunAdmission.wake();
-    }
+    // A new script's run that has waited PROBATION_MAX_WAIT_MS in the probation line joins
+    // the ordinary line, ahead of the runs waiting there (checked at every wake, and so at
+    // every watchdog tick while runs wait).
+    this.probationRunAdmission.releaseWaitingSince(performance.now() - PROBATION_MAX_WAIT_MS);
+    // Known runs first: the probation line gets the shared workers' room only once none waits.
+    this.runAdmission.wake();
+    this.probationRunAdmission.wake();
     this.demotedRunAdmission.wake();
-  }
-
-  /** The probation line's first run has waited PROBATION_MAX_WAIT_MS: its line takes the shared workers' room ahead of known runs. */
-  private probationLineOverdue(): boolean {
-    return this.probationRunAdmission.oldestWaitMs() >= PROBATION_MAX_WAIT_MS;
   }
 
   /** Whether one-shot runs wait in the embedder for a shared or probation worker (a guest holding one is then seen sooner). */
@@ -906,8 +904,8 @@ export class WorkerPool {
   /**
    * A worker for a one-shot run of a new script, admitted from the probation line (or a
    * bystander of one, sent again): a ready probation worker with room for it (the least
-   * queued); else a shared worker while no known run waits and one has room (or the
-   * probation line is overdue: probationRoom); else a probation worker, ready or starting
+   * queued); else a shared worker while no known run waits and one has room; else a
+   * probation worker, ready or starting
    * (the least queued: a bystander of a lost probation worker goes to its replacement,
    * not among the known runs); else, where none can start yet (the shared workers are
    * starting), a shared worker, as without probation.
@@ -920,7 +918,7 @@ export class WorkerPool {
       workers.reduce<WorkerConnection | undefined>((best, candidate) => (best === undefined || candidate.queuedWork(now) < best.queuedWork(now) ? candidate : best), undefined);
     let connection = leastQueued(this.probation.filter((candidate) => candidate.isReady && candidate.roomForRuns(now, perWorker) > 0));
     if (connection === undefined) {
-      const sharedFree = (this.runAdmission.waitingCount === 0 || this.probationLineOverdue()) && this.roomForRuns(this.shared, this.options.sharedWorkers) > 0;
+      const sharedFree = this.runAdmission.waitingCount === 0 && this.roomForRuns(this.shared, this.options.sharedWorkers) > 0;
       if (sharedFree || this.probation.length === 0) return this.acquireShared(true);
       connection = leastQueued(this.probation)!;
     }
@@ -931,25 +929,28 @@ export class WorkerPool {
   /**
    * How many more runs the probation line may send now: the ready probation workers'
    * room, plus the shared workers' while no known run waits for it (so a service whose
-   * every script is new still has every worker) or once its first run has waited
-   * PROBATION_MAX_WAIT_MS (so that known runs that keep coming cannot hold a new script
-   * back for longer).
+   * every script is new still has every worker). A run that has waited
+   * PROBATION_MAX_WAIT_MS leaves for the ordinary line (wakeLines).
    */
   private probationRoom(): number {
     const now = performance.timeOrigin + performance.now();
     const perWorker = this.options.queuedRunsPerWorker;
     let room = 0;
     for (const connection of this.probation) if (connection.isReady) room += connection.roomForRuns(now, perWorker);
-    if (this.runAdmission.waitingCount === 0 || this.probationLineOverdue()) {
-      room += Math.max(0, this.roomForRuns(this.shared, this.options.sharedWorkers) - this.runAdmission.unplacedCount);
-    }
+    if (this.runAdmission.waitingCount === 0) room += Math.max(0, this.roomForRuns(this.shared, this.options.sharedWorkers) - this.runAdmission.unplacedCount);
     return room;
   }
 
   private shuttingDown = false;
+  /** When a probation worker was last lost before it was ready (startProbationWorkers). */
+  private probationFailedAt = -Infinity;
 
   private startProbationWorkers(): void {
     if (!this.probationOn || this.shuttingDown) return;
+    // Not again at once after one was lost before it was ready (a thread that cannot start
+    // would otherwise be restarted at every wake while runs wait; they leave the probation
+    // line within PROBATION_MAX_WAIT_MS anyway).
+    if (performance.now() - this.probationFailedAt < PROBATION_MAX_WAIT_MS) return;
     // Not while shared workers start: a thread starting beside them would delay the first
     // runs (new scripts' runs go to the shared workers until a probation worker is ready).
     if (this.shared.length < this.options.sharedWorkers || this.shared.some((connection) => !connection.isReady)) return;
@@ -1180,6 +1181,7 @@ export class WorkerPool {
   forget(connection: WorkerConnection): void {
     this.retiring.delete(connection);
     if (!this.all.delete(connection)) return;
+    if (connection.probation && !connection.wasReady) this.probationFailedAt = performance.now();
     for (const workers of [this.shared, this.demoted, this.probation]) {
       const index = workers.indexOf(connection);
       if (index !== -1) workers.splice(index, 1);

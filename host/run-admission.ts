@@ -17,13 +17,15 @@
 export interface Admission {
   /** Idempotent: the run now counts in its worker's queue (or is over), no longer here. */
   placed(): void;
+  /** Let out by releaseWaitingSince: it has waited long enough here and goes to another line. */
+  readonly waitedTooLong?: boolean;
 }
 
 interface Waiter {
   admit(admission: Admission): void;
   /** Given by runs of the probation line: their script's key (releaseKey). */
   key: string | undefined;
-  /** When it began to wait (`performance.now()`), for oldestWaitMs. */
+  /** When it began to wait (`performance.now()`, or earlier as its caller says), for releaseWaitingSince. */
   since: number;
   /** The run belongs in the other line now (its script was demoted meanwhile, or demotion was turned off). */
   leaves(): boolean;
@@ -33,6 +35,8 @@ interface Waiter {
 
 /** Given to a run that leaves the line without taking room: nothing to give back. */
 const NO_ROOM_TAKEN: Admission = { placed: () => undefined };
+/** The same, for a run let out because it waited too long (releaseWaitingSince). */
+const WAITED_TOO_LONG: Admission = { placed: () => undefined, waitedTooLong: true };
 
 export class RunAdmission {
   private readonly waiting: Waiter[] = [];
@@ -68,10 +72,10 @@ export class RunAdmission {
    * or withdrawn to re-run) goes before the runs that arrived after it, which are all of
    * those waiting.
    */
-  admit(leaves: () => boolean = () => false, ahead = false, key?: string): { admission: Promise<Admission>; cancel(): void } {
+  admit(leaves: () => boolean = () => false, ahead = false, key?: string, since = performance.now()): { admission: Promise<Admission>; cancel(): void } {
     let granted: Admission | null = null;
     let cancelled = false;
-    const waiter: Waiter = { admit: () => undefined, leaves, ahead, key, since: performance.now() };
+    const waiter: Waiter = { admit: () => undefined, leaves, ahead, key, since };
     const admission = new Promise<Admission>((resolve) => {
       waiter.admit = (admission) => {
         granted = admission;
@@ -124,8 +128,10 @@ export class RunAdmission {
 
   /**
    * Lets out the waiting runs that gave `key` (its script just became known: they belong
-   * in the ordinary line now). Finds them by key: a scan of the whole line for every key
-   * that became known was quadratic in a burst of new scripts (found by review).
+   * in the ordinary line now). Finds them by key, without asking every waiter about its
+   * standing (as releaseLeavers does); the line is then compacted once, so a burst of K new
+   * keys each with runs waiting costs K passes over the line (10,000 keys ~1.3 s of the
+   * embedder's CPU, measured by review; ~15x less than asking every waiter).
    */
   releaseKey(key: string): void {
     const leavers = this.byKey.get(key);
@@ -137,9 +143,26 @@ export class RunAdmission {
     for (const waiter of leavers) waiter.admit(NO_ROOM_TAKEN);
   }
 
-  /** How long the run first in line has waited, in ms (0 when none waits). */
-  oldestWaitMs(): number {
-    return this.waiting.length === 0 ? 0 : performance.now() - this.waiting[0]!.since;
+  /**
+   * Lets out the waiting runs that began to wait at `cutoff` or earlier, with an admission
+   * that took no room and says so (`waitedTooLong`): they go to another line. Looks only
+   * at the front: after the runs that came back (ahead), the line is in order of arrival.
+   */
+  releaseWaitingSince(cutoff: number): void {
+    const leavers: Waiter[] = [];
+    for (const waiter of this.waiting) {
+      if (waiter.since <= cutoff) leavers.push(waiter);
+      else if (!waiter.ahead) break;
+    }
+    if (leavers.length === 0) return;
+    const leaving = new Set(leavers);
+    let kept = 0;
+    for (const waiter of this.waiting) if (!leaving.has(waiter)) this.waiting[kept++] = waiter;
+    this.waiting.length = kept;
+    for (const waiter of leavers) {
+      this.unindex(waiter);
+      waiter.admit(WAITED_TOO_LONG);
+    }
   }
 
   /** Keys with runs waiting (for tests: a run that left the line, however, is no longer indexed). */

@@ -16,7 +16,8 @@
 // a shared worker while no known run waited can still hold the runs sent there after it);
 // new scripts still get every worker when the pool is not busy (a service whose every
 // script is new loses nothing), and a new script's run that has waited
-// PROBATION_MAX_WAIT_MS takes the shared workers' room ahead of known runs (WorkerPool.wakeLines).
+// PROBATION_MAX_WAIT_MS joins the ordinary line, ahead of the runs waiting there
+// (WorkerPool.wakeLines).
 //
 // A script is known by the same key as demotion: its tenant, or a digest of its text.
 // Probation judges a key by one run, so an input-dependent script (or a tenant whose first
@@ -60,9 +61,12 @@ export class KnownScripts {
 }
 
 /**
- * How long a new script's run waits in the probation line while known runs keep the shared
- * workers busy before it takes their room ahead of them: the bound on what probation costs
- * a new script (one probation worker, held by another newcomer, would otherwise make it
- * wait for as long as known runs keep coming: found by review).
+ * How long a new script's run waits in the probation line (in all, across returns to it)
+ * before it joins the ordinary line, ahead of the runs waiting there: the bound on what
+ * probation costs a new script (one probation worker, held by another newcomer, would
+ * otherwise make it wait for as long as known runs keep coming: found by review). Only
+ * runs that waited that long go ahead, one each, so known runs keep their order among
+ * themselves and are not held back by newcomers that just arrived (a first version let
+ * the whole line go ahead once its first run was late: found by a second review).
  */
 export const PROBATION_MAX_WAIT_MS = 1_000;

@@ -138,6 +138,10 @@ export class Sandbox {
    * to a dedicated demoted worker).
    */
   readonly #demotionKey: string | null;
+  /** When this sandbox's run first waited in the probation line (PROBATION_MAX_WAIT_MS counts from then). */
+  #probationSince: number | null = null;
+  /** It waited PROBATION_MAX_WAIT_MS there: it is an ordinary run from then on. */
+  #probationWaived = false;
   /** The watchdog saw a guest entry of this sandbox hold its worker (its script was demoted then): see #runPrepared. */
   #heldItsWorker = false;
   /** Re-runs the current one-shot run elsewhere when the watchdog sees it hold its worker (#rerunWhenHeld). */
@@ -233,7 +237,15 @@ export class Sandbox {
         // line (found by review).
         const belongsElsewhere = () => (standing === "ordinary" ? this.#isDemoted() : this.#standing() !== standing);
         // The probation line finds a new script's runs by its key once it is known (RunAdmission.releaseKey).
-        const admission = await this.#waitInLine(line, belongsElsewhere, this.#returning, standing === "new" ? this.#demotionKey! : undefined);
+        if (standing === "new") this.#probationSince ??= performance.now();
+        const admission = await this.#waitInLine(line, belongsElsewhere, this.#returning, standing === "new" ? this.#demotionKey! : undefined, this.#probationSince ?? undefined);
+        if (admission.waitedTooLong) {
+          // PROBATION_MAX_WAIT_MS in the probation line: it goes to the ordinary one, ahead.
+          this.#probationWaived = true;
+          this.#returning = true;
+          standing = this.#standing();
+          continue;
+        }
         if (!belongsElsewhere()) {
           this.#admission = admission;
           this.#returning = false;
@@ -268,8 +280,8 @@ export class Sandbox {
   }
 
   /** Waits in one of the pool's lines of one-shot runs (host/run-admission.ts); dispose, signal and queueTimeoutMs reach it there. */
-  async #waitInLine(line: RunAdmission, leaves?: () => boolean, ahead = false, key?: string): Promise<Admission> {
-    const wait = line.admit(leaves, ahead, key);
+  async #waitInLine(line: RunAdmission, leaves?: () => boolean, ahead = false, key?: string, since?: number): Promise<Admission> {
+    const wait = line.admit(leaves, ahead, key, since);
     this.#homeWait = wait;
     const admission = await wait.admission;
     this.#homeWait = null;
@@ -289,7 +301,7 @@ export class Sandbox {
     const key = this.#demotionKey;
     if (key === null) return "ordinary";
     if (this.#pool.isDemoted(key)) return "demoted";
-    return this.#pool.isNewScript(key) ? "new" : "ordinary";
+    return !this.#probationWaived && this.#pool.isNewScript(key) ? "new" : "ordinary";
   }
 
   /** Leaves a home whose worker is gone (or at disposal); its plugins are lost with it. The worker is released once `releaseAfter` settles, if given. */

@@ -199,7 +199,9 @@ describe("re-running a run that holds a shared worker while others wait", () => 
       // worker and, sent again, went behind the second.
       expect(ended).toEqual(["first", "second"]);
       expect(poolStats().hardStops).toBeGreaterThan(hardStopsBefore);
-      expect(failure(await hogRun).kind).toBe("cpu");
+      // Its re-run, on a demoted worker at nice 19, ends by its CPU limit, or by its wall
+      // limit if a loaded machine gives that thread too little CPU.
+      expect(["cpu", "timeout"]).toContain(failure(await hogRun).kind);
     } finally {
       configurePool({ maxIsolatedWorkers: 4 });
     }
