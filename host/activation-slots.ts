@@ -106,6 +106,12 @@ export class ActivationSlots {
     return (Atomics.load(this.slots, slot) & (STARTED | STOP)) === 0;
   }
 
+  /** Whether the worker took the activation off its queue (true when unknown: no slot). */
+  wasStarted(slot: number): boolean {
+    if (slot === NO_SLOT) return true;
+    return (Atomics.load(this.slots, slot) & STARTED) !== 0;
+  }
+
   /** Whether the embedder has told the activation to end (withdrawn, aborted, disposed). */
   isStopped(slot: number): boolean {
     if (slot === NO_SLOT) return false;

@@ -168,6 +168,12 @@ export class WorkerLostError extends Error {
     /** The sandbox whose runaway guest made the watchdog terminate the worker, if any. */
     readonly stoppedSandboxId: number | null,
     readonly stopReason: "cpu" | "timeout" | null,
+    /**
+     * Whether the watchdog terminated the worker to end a guest stuck in a native call (a
+     * runaway, or a withdrawn attempt): the activations there that had not started lost
+     * only their place (not a crash, not a shutdown).
+     */
+    readonly byWatchdog = false,
   ) {
     super(message);
     this.name = "WorkerLostError";
@@ -660,7 +666,7 @@ export class WorkerConnection {
       // withdrawn one has left (its re-run, were it back here, is a bystander like any).
       this.withdrawnEntry = null;
       this.pool.noteHardStop();
-      this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${withdrawn.sandboxId}'s withdrawn attempt, stuck in a native call`, null, null));
+      this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${withdrawn.sandboxId}'s withdrawn attempt, stuck in a native call`, null, null, true));
       void this.worker.terminate();
       return;
     }
@@ -695,7 +701,7 @@ export class WorkerConnection {
     // Still the same entry: the sandbox blamed (and demoted) is the one that ran it.
     if (this.watchdog[WATCHDOG_FIELDS.entry] !== entry) return;
     this.pool.noteHardStop();
-    this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason));
+    this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason, true));
     void this.worker.terminate();
   }
 
@@ -828,8 +834,8 @@ export class WorkerPool {
       this.startProbationWorkers();
     }
     // A new script's run that has waited PROBATION_MAX_WAIT_MS in the probation line joins
-    // the ordinary line, ahead of the runs waiting there (checked at every wake, and so at
-    // every watchdog tick while runs wait).
+    // the ordinary line, in order of arrival among the runs there (checked at every wake,
+    // and so at every watchdog tick while runs wait).
     this.probationRunAdmission.releaseWaitingSince(performance.now() - PROBATION_MAX_WAIT_MS);
     // Known runs first: the probation line gets the shared workers' room only once none waits.
     this.runAdmission.wake();
@@ -942,7 +948,7 @@ export class WorkerPool {
   }
 
   private shuttingDown = false;
-  /** When a probation worker was last lost before it was ready (startProbationWorkers). */
+  /** When a probation worker was last lost before it was ready, not stopped by the watchdog (startProbationWorkers). */
   private probationFailedAt = -Infinity;
 
   private startProbationWorkers(): void {
@@ -954,14 +960,23 @@ export class WorkerPool {
     // Not while shared workers start: a thread starting beside them would delay the first
     // runs (new scripts' runs go to the shared workers until a probation worker is ready).
     if (this.shared.length < this.options.sharedWorkers || this.shared.some((connection) => !connection.isReady)) return;
-    while (this.probation.length < this.options.probationWorkers) {
-      // Warm sandboxes as a shared worker keeps, but no burst's engines: the shared workers take the bursts.
-      const connection = new WorkerConnection(this, false, { size: this.options.warmSandboxesPerWorker, burstExtraMax: 0 }, false, true);
-      this.probation.push(connection);
-      this.all.add(connection);
-      // Its runs were waiting for it to be ready (probationRoom counts only ready ones).
-      void connection.ready.then(() => this.wakeLines());
-    }
+    // One after another, as startAllShared does: 16 started at once (probationWorkers
+    // raised under load) took the known runs' p99 from 49 to 227 ms (hostile test).
+    if (this.probation.length >= this.options.probationWorkers || this.probation.some((connection) => !connection.wasReady)) return;
+    // Warm sandboxes and a burst's engines as a shared worker keeps: without the latter, a
+    // stream of new scripts (where it takes a share of every burst) made it build and drop
+    // an engine per run, 2.76 ms of its CPU per run against 1.85 ms on a shared worker
+    // (hostile test).
+    const size = this.options.warmSandboxesPerWorker;
+    const connection = new WorkerConnection(this, false, { size, burstExtraMax: size > 0 ? BURST_EXTRA_MAX : 0 }, false, true);
+    this.probation.push(connection);
+    this.all.add(connection);
+    void connection.ready.then(() => {
+      // The next one, if more are wanted; and its runs were waiting for it to be ready
+      // (probationRoom counts only ready ones).
+      this.startProbationWorkers();
+      this.wakeLines();
+    });
   }
 
   /**
@@ -1172,16 +1187,23 @@ export class WorkerPool {
     }
     for (const connection of this.shared) connection.keepAliveUntilReady();
     await Promise.all(this.shared.map((connection) => connection.ready));
-    // Then the probation workers (host/run-probation.ts): the first new script's run finds one ready.
-    this.startProbationWorkers();
-    for (const connection of this.probation) connection.keepAliveUntilReady();
-    await Promise.all(this.probation.map((connection) => connection.ready));
+    // Then the probation workers (host/run-probation.ts), one after another: the first new
+    // script's run finds one ready.
+    for (;;) {
+      this.startProbationWorkers();
+      const starting = this.probation.find((connection) => !connection.wasReady);
+      if (starting === undefined) break;
+      starting.keepAliveUntilReady();
+      await starting.ready;
+    }
   }
 
   forget(connection: WorkerConnection): void {
     this.retiring.delete(connection);
     if (!this.all.delete(connection)) return;
-    if (connection.probation && !connection.wasReady) this.probationFailedAt = performance.now();
+    // A thread that could not start (not one the watchdog stopped for a guest: the first run
+    // of a replacement is often the next stuck hog among the bystanders).
+    if (connection.probation && !connection.wasReady && !connection.lost?.byWatchdog) this.probationFailedAt = performance.now();
     for (const workers of [this.shared, this.demoted, this.probation]) {
       const index = workers.indexOf(connection);
       if (index !== -1) workers.splice(index, 1);
@@ -1264,7 +1286,11 @@ export function sharedPool(): WorkerPool {
 export interface PoolStats {
   /** Shared workers alive and taking new sandboxes. */
   shared: number;
-  /** Shared workers beyond a smaller `sharedWorkers`, ending once their sandboxes are released. */
+  /**
+   * Pooled workers beyond a smaller count (`sharedWorkers`, and likewise `demotedWorkers`
+   * or `probationWorkers`: demoted and probation workers are shared by sandboxes too),
+   * ending once their sandboxes are released.
+   */
   retiringShared: number;
   /** Dedicated workers alive (serving an isolated sandbox, or idle for the next). */
   isolated: number;

@@ -31,6 +31,8 @@ const EMPTY_STATS = { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0, q
 /**
  * How often a bystander without effects is re-run on a fresh worker before it ends
  * "evicted": each loss is another runaway stopped, so this only bounds a flood of them.
+ * Only losses that cost the run something count (see #lossCounts): a run still queued on
+ * a worker the watchdog stopped for another sandbox lost only its place.
  */
 const MAX_BYSTANDER_RETRIES = 5;
 /** Outcomes of a run that never ran the script through (so it tells nothing of what the script does: host/run-probation.ts). */
@@ -240,9 +242,10 @@ export class Sandbox {
         if (standing === "new") this.#probationSince ??= performance.now();
         const admission = await this.#waitInLine(line, belongsElsewhere, this.#returning, standing === "new" ? this.#demotionKey! : undefined, this.#probationSince ?? undefined);
         if (admission.waitedTooLong) {
-          // PROBATION_MAX_WAIT_MS in the probation line: it goes to the ordinary one, ahead.
+          // PROBATION_MAX_WAIT_MS in the probation line: it goes to the ordinary one, where
+          // it would be had it waited there from the start (#probationSince), not ahead
+          // of every known run (host/run-admission.ts, admit).
           this.#probationWaived = true;
-          this.#returning = true;
           standing = this.#standing();
           continue;
         }
@@ -532,7 +535,8 @@ export class Sandbox {
     let hostCalls: ActivationCalls | null = null;
     let moves = 0;
     try {
-      for (let attempt = 0; ; attempt++) {
+      let countedLosses = 0;
+      for (;;) {
         if (interrupted !== null) return interruptedOutcome(interrupted, queueTimeoutMs, null);
         const home = await Promise.race([this.#currentHome(), interruption]).catch(() => "interrupted" as const);
         if (home === "interrupted") return interruptedOutcome(interrupted ?? "disposed", queueTimeoutMs, null);
@@ -559,8 +563,8 @@ export class Sandbox {
         });
         if (first === "moved" || first === "rerun") {
           // Withdrawn unstarted from a worker stuck in another guest, or withdrawn without
-          // effects from a worker it held: run it elsewhere (not a bystander retry: the
-          // attempt does not count). Until it is sent again, a queue timeout or an abort has
+          // effects from a worker it held: run it elsewhere (not a bystander retry: not
+          // a counted loss). Until it is sent again, a queue timeout or an abort has
           // no slot to withdraw or stop: it ends the wait at once.
           current = null;
           // It waits in line again, at the front (#returning). A re-run waits in the demoted
@@ -572,7 +576,6 @@ export class Sandbox {
           }
           armQueueTimer();
           moves++;
-          attempt--;
           continue;
         }
         if (first === "interrupted") {
@@ -590,7 +593,8 @@ export class Sandbox {
         if (replied.status === "fulfilled" && replied.value !== null) return replied.value;
         const error = (replied.status === "rejected" ? replied.reason : new Error("the worker skipped the activation")) as Error;
         if (error instanceof WorkerLostError) {
-          const retry = this.#afterWorkerLost(home, error, body.op, !neverSent && home.connection.slots.hadEffects(slot), attempt);
+          if (this.#lossCounts(error, neverSent || !home.connection.slots.wasStarted(slot))) countedLosses++;
+          const retry = this.#afterWorkerLost(home, error, body.op, !neverSent && home.connection.slots.hadEffects(slot), countedLosses);
           if (retry === "retry") continue;
           return retry;
         }
@@ -696,8 +700,22 @@ export class Sandbox {
     };
   }
 
+  /**
+   * Whether losing a worker counts toward MAX_BYSTANDER_RETRIES. Not when the run had not
+   * started there (still queued, or never sent) and the watchdog terminated the worker to
+   * end another guest stuck in a native call: the run lost only its place, and a newcomer
+   * queued behind several native hogs on a probation worker lost it once per hog (it ended
+   * "evicted" in an attack run). Such losses are bounded by the stuck guests ahead of it,
+   * each ended by its own hard stop, and by its queueTimeoutMs. A run that had started
+   * there, or a worker lost for any other reason (a thread that cannot start would
+   * otherwise be retried forever), counts.
+   */
+  #lossCounts(error: WorkerLostError, notStartedThere: boolean): boolean {
+    return !(error.byWatchdog && error.stoppedSandboxId !== this.#id && notStartedThere);
+  }
+
   /** What becomes of an activation whose worker was lost: an outcome, or "retry" on a fresh one. */
-  #afterWorkerLost(home: Home, error: WorkerLostError, op: ActivationBody["op"], hadEffects: boolean, attempt: number): ActivationOutcome | "retry" {
+  #afterWorkerLost(home: Home, error: WorkerLostError, op: ActivationBody["op"], hadEffects: boolean, countedLosses: number): ActivationOutcome | "retry" {
     if (error.stoppedSandboxId === this.#id) {
       // This sandbox's own guest was the runaway the watchdog stopped.
       const kind = error.stopReason ?? "cpu";
@@ -714,7 +732,8 @@ export class Sandbox {
     if (this.#disposed !== null) return disposedOutcome(this.#disposed);
     const cause = error.stoppedSandboxId !== null ? "another sandbox's runaway script made the watchdog stop it" : error.message;
     if (op === "call") return evictedOutcome("call", cause);
-    if (hadEffects || attempt >= MAX_BYSTANDER_RETRIES) return evictedOutcome(op, cause);
+    if (hadEffects) return evictedOutcome(op, cause);
+    if (countedLosses > MAX_BYSTANDER_RETRIES) return evictedOutcome(op, cause, countedLosses);
     return "retry";
   }
 

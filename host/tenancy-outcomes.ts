@@ -37,12 +37,18 @@ export function interruptedOutcome(kind: Interruption, queueTimeoutMs: number | 
   return outcome(kind, INTERRUPTION_NAMES[kind], message);
 }
 
-/** A bystander that had effects outside the sandbox when its worker was lost (not re-run). */
-export function evictedOutcome(what: "run" | "load" | "call", cause: string): ActivationOutcome {
+/**
+ * A bystander not re-run after its worker was lost: it had had effects outside the sandbox,
+ * or (`lostWorkers` given) it lost one worker after another, beyond the retries a bystander
+ * gets. A plugin call's realm goes with its worker whatever it did.
+ */
+export function evictedOutcome(what: "run" | "load" | "call", cause: string, lostWorkers: number | null = null): ActivationOutcome {
   const message =
     what === "call"
       ? `the plugin's worker was lost (${cause}); the plugin's state went with it: load it again`
-      : `the ${what}'s worker was lost (${cause}) after the ${what} had effects outside the sandbox (a fetch or host call), so it was not re-run; it is safe to retry`;
+      : lostWorkers === null
+        ? `the ${what}'s worker was lost (${cause}) after the ${what} had effects outside the sandbox (a fetch or host call), so it was not re-run; it is safe to retry`
+        : `the ${what}'s worker was lost (${cause}), the ${lostWorkers}th it lost before it could end, so it was not re-run again; it is safe to retry`;
   return outcome("evicted", "EvictedError", message);
 }
 

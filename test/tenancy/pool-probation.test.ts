@@ -28,9 +28,42 @@ function holderProbe() {
     }`;
   const keep = (name: string) => void kept.add(name);
   const release = (name: string) => void kept.delete(name);
-  /** Until the watchdog has seen a holder hold its worker (its script is then demoted: no room for runs there). */
-  const untilSeenHolding = async (demotedBefore: number) => probe.until(() => poolStats().demotedScripts > demotedBefore);
-  return { ...probe, modules, holder, keep, release, untilSeenHolding };
+  const run = (name: string) => runScript(holder(name), { modules, limits: HOLD_LIMITS });
+  const startedCount = (name: string) => probe.events.filter((event) => event === `started ${name}`).length;
+  /** Makes `name`'s script known: one run of it that ends at once. */
+  const makeKnown = async (name: string) => expect(await run(name)).toMatchObject({ ok: true, value: name });
+  /**
+   * Starts a run of `name` that holds its worker (kept until `release(name)`), and waits
+   * until the watchdog has seen it hold it (its script is then demoted: no room for runs
+   * there). Returns the run's result (wrapped: an async function's returned promise would
+   * be awaited, and the run ends only once released).
+   */
+  const holdWorker = async (name: string) => {
+    const demotedBefore = poolStats().demotedScripts;
+    const startedBefore = startedCount(name);
+    keep(name);
+    const held = run(name);
+    await probe.until(() => startedCount(name) > startedBefore);
+    await probe.until(() => poolStats().demotedScripts > demotedBefore);
+    return { result: held };
+  };
+  return { ...probe, modules, release, makeKnown, holdWorker };
+}
+
+/**
+ * The scene of most probation-worker tests: one shared worker (room for
+ * `queuedRunsPerWorker` runs), one demoted and one probation worker, warm; a known script
+ * (`known`, returning its input: one run of it ended); and the holder probe with the
+ * script of `sharedHolder` made known, so that its next run holds the shared worker.
+ */
+async function probationScene(queuedRunsPerWorker: number, test: string, sharedHolder: string) {
+  configurePool({ sharedWorkers: 1, queuedRunsPerWorker, demotedWorkers: 1, probationWorkers: 1 });
+  await warmPool();
+  const known = `export default (n) => n // known, ${test}`;
+  expect(await runScript(known, { input: 0 })).toMatchObject({ ok: true, value: 0 });
+  const probe = holderProbe();
+  await probe.makeKnown(sharedHolder);
+  return { known, ...probe };
 }
 
 describe("KnownScripts", () => {
@@ -100,6 +133,57 @@ describe("the probation line (RunAdmission with keys)", () => {
   });
 });
 
+describe("the ordinary line, for runs let out of the probation line", () => {
+  /** A line with no room, and the order in which its waiters are let out once room comes. */
+  function orderedLine() {
+    let room = 0;
+    const line = new RunAdmission(() => room);
+    const order: string[] = [];
+    const admit = (name: string, ahead = false, since?: number) => {
+      const wait = line.admit(undefined, ahead, undefined, since);
+      void wait.admission.then(() => order.push(name));
+      return wait;
+    };
+    const drain = async () => {
+      room = Infinity;
+      line.wake();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    };
+    return { line, order, admit, drain };
+  }
+
+  it("a run that began to wait earlier elsewhere takes its place by arrival: behind the runs there before it, before the later ones, behind the runs that came back", async () => {
+    const { line, order, admit, drain } = orderedLine();
+    admit("known at 100", false, 100);
+    admit("known at 300", false, 300);
+    admit("came back", true, 500);
+    // Let out of the probation line after its wait, begun at 200. Before this change it
+    // went ahead of every known run, however long they had waited (hostile test).
+    admit("new since 200", false, 200);
+    admit("new since 50", false, 50);
+    admit("known at 400", false, 400);
+    expect(line.waitingCount).toBe(6);
+    await drain();
+    expect(order).toEqual(["came back", "new since 50", "known at 100", "new since 200", "known at 300", "known at 400"]);
+  });
+
+  it("keeps the runs that came back in front after some leave in every way (cancel, admission, release)", async () => {
+    const { line, order, admit, drain } = orderedLine();
+    const back1 = admit("back 1", true, 10);
+    admit("back 2", true, 20);
+    admit("known at 100", false, 100);
+    back1.cancel();
+    admit("back 3", true, 30);
+    admit("old, let out", false, 5);
+    line.releaseWaitingSince(5);
+    admit("back 4", true, 40);
+    admit("known at 200", false, 200);
+    await drain();
+    // "old, let out" left by releaseWaitingSince (its admission says waitedTooLong).
+    expect(order).toEqual(["old, let out", "back 2", "back 3", "back 4", "known at 100", "known at 200"]);
+  });
+});
+
 describe("probation workers", () => {
   it("a new script's run that holds its worker holds the probation worker: a known run sent meanwhile ends on the shared worker, and so does a new one while no known run waits", async () => {
     configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1, probationWorkers: 1 });
@@ -107,12 +191,8 @@ describe("probation workers", () => {
     expect(poolStats().inFlightPerProbationWorker).toEqual([0]);
     const known = "export default (n) => n + 1 // known, first test";
     expect(await runScript(known, { input: 1 })).toMatchObject({ ok: true, value: 2 });
-    const { events, modules, holder, keep, release, until, untilSeenHolding } = holderProbe();
-    const demotedBefore = poolStats().demotedScripts;
-    keep("new holder");
-    const held = runScript(holder("new holder"), { modules, limits: HOLD_LIMITS });
-    await until(() => events.includes("started new holder"));
-    await untilSeenHolding(demotedBefore);
+    const { release, holdWorker } = holderProbe();
+    const { result: held } = await holdWorker("new holder");
     expect(poolStats().inFlightPerProbationWorker).toEqual([1]);
     expect(poolStats().inFlightPerSharedWorker).toEqual([0]);
     expect(await runScript(known, { input: 41 })).toMatchObject({ ok: true, value: 42 });
@@ -129,15 +209,11 @@ describe("probation workers", () => {
       expect(poolStats().inFlightPerProbationWorker).toEqual([]);
       const known = "export default (n) => n + 1 // known, second test";
       expect(await runScript(known, { input: 1 })).toMatchObject({ ok: true, value: 2 });
-      const { events, modules, holder, keep, release, until, untilSeenHolding } = holderProbe();
-      const demotedBefore = poolStats().demotedScripts;
-      keep("shared holder");
-      const held = runScript(holder("shared holder"), { modules, limits: HOLD_LIMITS }).then((result) => {
+      const { events, release, until, holdWorker } = holderProbe();
+      const held = (await holdWorker("shared holder")).result.then((result) => {
         events.push("holder ended");
         return result;
       });
-      await until(() => events.includes("started shared holder"));
-      await untilSeenHolding(demotedBefore);
       expect(poolStats().inFlightPerSharedWorker).toEqual([1]);
       const knownRun = runScript(known, { input: 41 }).then((result) => {
         events.push("known ended");
@@ -154,26 +230,12 @@ describe("probation workers", () => {
   });
 
   it("runs of a new script wait in the probation line while known runs wait for the shared worker, and join the ordinary line once the script is known", async () => {
-    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1, probationWorkers: 1 });
-    await warmPool();
-    const known = "export default (n) => n * 2 // known, third test";
-    expect(await runScript(known, { input: 1 })).toMatchObject({ ok: true, value: 2 });
-    const { events, modules, holder, keep, release, until, untilSeenHolding } = holderProbe();
-    // A known script that holds the shared worker (known: one run of it ended at once).
-    expect(await runScript(holder("on shared"), { modules, limits: HOLD_LIMITS })).toMatchObject({ ok: true, value: "on shared" });
+    // A known script whose next run holds the shared worker (known: one run of it ended at once).
+    const { known, release, until, holdWorker } = await probationScene(1, "third test", "on shared");
     try {
-      // The probation worker is held by a new script's run.
-      let demotedBefore = poolStats().demotedScripts;
-      keep("on probation");
-      const probationHeld = runScript(holder("on probation"), { modules, limits: HOLD_LIMITS });
-      await until(() => events.includes("started on probation"));
-      await untilSeenHolding(demotedBefore);
-      // The shared worker by the known one.
-      demotedBefore = poolStats().demotedScripts;
-      keep("on shared");
-      const sharedHeld = runScript(holder("on shared"), { modules, limits: HOLD_LIMITS });
-      await until(() => events.filter((event) => event === "started on shared").length === 2);
-      await untilSeenHolding(demotedBefore);
+      // The probation worker is held by a new script's run, the shared worker by the known one.
+      const { result: probationHeld } = await holdWorker("on probation");
+      const { result: sharedHeld } = await holdWorker("on shared");
       expect(poolStats().inFlightPerSharedWorker).toEqual([1]);
       expect(poolStats().inFlightPerProbationWorker).toEqual([1]);
       const knownRun = runScript(known, { input: 21 });
@@ -188,7 +250,7 @@ describe("probation workers", () => {
       release("on shared");
       expect(await sharedHeld).toMatchObject({ ok: true, value: "on shared" });
       // All three ran on the shared worker; the probation worker is still held.
-      expect(await knownRun).toMatchObject({ ok: true, value: 42 });
+      expect(await knownRun).toMatchObject({ ok: true, value: 21 });
       expect(await Promise.all(copies)).toMatchObject([
         { ok: true, value: 1 },
         { ok: true, value: 2 },
@@ -202,43 +264,36 @@ describe("probation workers", () => {
     }
   });
 
-  it("a new script's run waits at most PROBATION_MAX_WAIT_MS while known runs keep the shared worker busy: then it goes before them", async () => {
-    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1, probationWorkers: 1 });
-    await warmPool();
-    const known = "export default (n) => n // known, aging test";
-    expect(await runScript(known, { input: 0 })).toMatchObject({ ok: true, value: 0 });
-    const { events, modules, holder, keep, release, until, untilSeenHolding } = holderProbe();
-    expect(await runScript(holder("aging shared"), { modules, limits: HOLD_LIMITS })).toMatchObject({ ok: true });
+  it("a new script's run waits at most PROBATION_MAX_WAIT_MS while known runs keep the shared worker busy: then it takes its place by arrival among them", async () => {
+    const { known, release, until, holdWorker } = await probationScene(1, "aging test", "aging shared");
     try {
-      let demotedBefore = poolStats().demotedScripts;
-      keep("aging probation");
-      const probationHeld = runScript(holder("aging probation"), { modules, limits: HOLD_LIMITS });
-      await until(() => events.includes("started aging probation"));
-      await untilSeenHolding(demotedBefore);
-      demotedBefore = poolStats().demotedScripts;
-      keep("aging shared");
-      const sharedHeld = runScript(holder("aging shared"), { modules, limits: HOLD_LIMITS });
-      await until(() => events.filter((event) => event === "started aging shared").length === 2);
-      await untilSeenHolding(demotedBefore);
+      const { result: probationHeld } = await holdWorker("aging probation");
+      const { result: sharedHeld } = await holdWorker("aging shared");
       const ended: string[] = [];
+      const knownRun = (n: number) => runScript(known, { input: n }).then((result) => (ended.push(`known ${n}`), result));
+      // One known run waits before the new one arrives, two after it.
+      const earlierKnown = knownRun(0);
+      await until(() => poolStats().waitingRuns === 1);
       const sent = performance.now();
       const newRun = runScript("export default () => 'new' // aging test").then((result) => (ended.push("new"), result));
       await until(() => poolStats().waitingNewScriptRuns === 1);
-      const knownRuns = [1, 2].map((n) => runScript(known, { input: n }).then((result) => (ended.push(`known ${n}`), result)));
-      await until(() => poolStats().waitingRuns === 3);
-      // Past the bound (and not before), the new run joins the ordinary line, ahead of the
-      // known runs there.
+      const laterKnown = [1, 2].map(knownRun);
+      await until(() => poolStats().waitingRuns === 4);
+      // Past the bound (and not before), the new run joins the ordinary line where it would
+      // be had it waited there from the start: behind the known run that was there before
+      // it, ahead of the two that came after it.
       await until(() => poolStats().waitingNewScriptRuns === 0);
       expect(performance.now() - sent).toBeGreaterThanOrEqual(PROBATION_MAX_WAIT_MS);
-      expect(poolStats().waitingRuns).toBe(3);
+      expect(poolStats().waitingRuns).toBe(4);
       release("aging shared");
-      expect(await Promise.all([newRun, ...knownRuns, sharedHeld])).toMatchObject([
+      expect(await Promise.all([earlierKnown, newRun, ...laterKnown, sharedHeld])).toMatchObject([
+        { ok: true, value: 0 },
         { ok: true, value: "new" },
         { ok: true, value: 1 },
         { ok: true, value: 2 },
         { ok: true },
       ]);
-      expect(ended).toEqual(["new", "known 1", "known 2"]);
+      expect(ended).toEqual(["known 0", "new", "known 1", "known 2"]);
       release("aging probation");
       expect(await probationHeld).toMatchObject({ ok: true });
     } finally {
@@ -248,18 +303,9 @@ describe("probation workers", () => {
   });
 
   it("runs that lose the probation worker to a hard stop are sent again to its replacement, not to the shared worker known runs wait for", { timeout: 120_000 }, async () => {
-    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 4, demotedWorkers: 1, probationWorkers: 1 });
-    await warmPool();
-    const known = "export default (n) => n // known, hard-stop test";
-    expect(await runScript(known, { input: 0 })).toMatchObject({ ok: true, value: 0 });
-    const { events, modules, holder, keep, release, until, untilSeenHolding } = holderProbe();
-    expect(await runScript(holder("hard-stop shared"), { modules, limits: HOLD_LIMITS })).toMatchObject({ ok: true });
+    const { known, release, until, holdWorker } = await probationScene(4, "hard-stop test", "hard-stop shared");
     try {
-      const demotedBefore = poolStats().demotedScripts;
-      keep("hard-stop shared");
-      const sharedHeld = runScript(holder("hard-stop shared"), { modules, limits: HOLD_LIMITS });
-      await until(() => events.filter((event) => event === "started hard-stop shared").length === 2);
-      await untilSeenHolding(demotedBefore);
+      const { result: sharedHeld } = await holdWorker("hard-stop shared");
       const knownRun = runScript(known, { input: 1 });
       await until(() => poolStats().waitingRuns === 1);
       // A new native hog takes the probation worker (effect-free, all in its top level, which
@@ -282,6 +328,41 @@ describe("probation workers", () => {
       expect((await hogRun).ok).toBe(false);
     } finally {
       release("hard-stop shared");
+    }
+  });
+
+  it("a new script queued behind more native hogs than a bystander's retries on the probation worker runs on a replacement: losing only its place does not count", { timeout: 180_000 }, async () => {
+    const { known, release, until, holdWorker } = await probationScene(10, "hogs-ahead test", "hogs-ahead shared");
+    try {
+      // The shared worker is held and a known run waits for it: new scripts go to the probation worker.
+      const { result: sharedHeld } = await holdWorker("hogs-ahead shared");
+      let sharedEnded = false;
+      void sharedHeld.then(() => (sharedEnded = true));
+      const knownRun = runScript(known, { input: 1 });
+      await until(() => poolStats().waitingRuns === 1);
+      const hardStopsBefore = poolStats().hardStops;
+      // Nine distinct native hogs (no interrupt reaches them: each ends by the hard stop of
+      // its worker), then a light new script, sent at once: all queued on the probation
+      // worker in that order, so the light run is a bystander of each hog ahead of it (of
+      // one per replacement: the next hog in line is a replacement's first run).
+      const hogs = Array.from({ length: 9 }, (_, i) =>
+        runScript(`const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 400; i++) n += s.indexOf("b"); export default () => n; // hog ${i}`, {
+          limits: { cpuTimeMs: 200, wallTimeMs: 120_000 },
+        }),
+      );
+      const light = runScript("export default () => 'light' // hogs-ahead test");
+      // Not "evicted" after its sixth lost worker; and on a probation worker, not sent to
+      // the held shared worker (a replacement that a hog stopped before it was ready once
+      // held back the next one for a second, as if it could not start).
+      expect(await light).toMatchObject({ ok: true, value: "light" });
+      expect(sharedEnded).toBe(false);
+      expect(poolStats().hardStops - hardStopsBefore).toBeGreaterThan(6);
+      release("hogs-ahead shared");
+      expect(await knownRun).toMatchObject({ ok: true, value: 1 });
+      expect(await sharedHeld).toMatchObject({ ok: true });
+      for (const hog of await Promise.all(hogs)) expect(hog).toMatchObject({ ok: false, error: { kind: "cpu" } });
+    } finally {
+      release("hogs-ahead shared");
     }
   });
 
