@@ -35,6 +35,13 @@ const EMPTY_STATS = { cpuTimeMs: 0, wallTimeMs: 0, memoryBytes: 0, fetches: 0, q
  * a worker the watchdog stopped for another sandbox lost only its place.
  */
 const MAX_BYSTANDER_RETRIES = 5;
+/**
+ * All losses, counted or not: a flood of stuck guests each hard-stopping the worker a run
+ * waits on (~0.4 s each here) ends it `evicted` after this many, so no run is re-sent
+ * for as long as hogs keep coming (found by review: a re-sent bystander goes behind newer
+ * runs, new hogs among them, and queueTimeoutMs is unset by default).
+ */
+const MAX_LOST_WORKERS = 25;
 /** Outcomes of a run that never ran the script through (so it tells nothing of what the script does: host/run-probation.ts). */
 const DID_NOT_RUN: ReadonlySet<ErrorKind> = new Set<ErrorKind>(["aborted", "disposed", "queue-timeout", "evicted"]);
 /** How often one run may move off a stuck worker while queued (see #movableWhileQueued). */
@@ -536,6 +543,7 @@ export class Sandbox {
     let moves = 0;
     try {
       let countedLosses = 0;
+      let lostWorkers = 0;
       for (;;) {
         if (interrupted !== null) return interruptedOutcome(interrupted, queueTimeoutMs, null);
         const home = await Promise.race([this.#currentHome(), interruption]).catch(() => "interrupted" as const);
@@ -593,10 +601,15 @@ export class Sandbox {
         if (replied.status === "fulfilled" && replied.value !== null) return replied.value;
         const error = (replied.status === "rejected" ? replied.reason : new Error("the worker skipped the activation")) as Error;
         if (error instanceof WorkerLostError) {
+          lostWorkers++;
           if (this.#lossCounts(error, neverSent || !home.connection.slots.wasStarted(slot))) countedLosses++;
-          const retry = this.#afterWorkerLost(home, error, body.op, !neverSent && home.connection.slots.hadEffects(slot), countedLosses);
-          if (retry === "retry") continue;
-          return retry;
+          const retry = this.#afterWorkerLost(home, error, body.op, !neverSent && home.connection.slots.hadEffects(slot), countedLosses, lostWorkers);
+          if (retry !== "retry") return retry;
+          // It waits again for an attempt: queueTimeoutMs bounds that wait as it bounds a
+          // withdrawn run's (the timer may have fired, without effect, while it ran).
+          current = null;
+          armQueueTimer();
+          continue;
         }
         if (created.status === "rejected") {
           this.#markDisposed(`it could not be created: ${(created.reason as Error).message}`);
@@ -705,17 +718,17 @@ export class Sandbox {
    * started there (still queued, or never sent) and the watchdog terminated the worker to
    * end another guest stuck in a native call: the run lost only its place, and a newcomer
    * queued behind several native hogs on a probation worker lost it once per hog (it ended
-   * "evicted" in an attack run). Such losses are bounded by the stuck guests ahead of it,
-   * each ended by its own hard stop, and by its queueTimeoutMs. A run that had started
-   * there, or a worker lost for any other reason (a thread that cannot start would
-   * otherwise be retried forever), counts.
+   * "evicted" in an attack run). Such losses are still bounded: by its queueTimeoutMs
+   * (re-armed at each retry) and by MAX_LOST_WORKERS in all. A run that had started there,
+   * or a worker lost for any other reason (a thread that cannot start would otherwise be
+   * retried until that bound), counts.
    */
   #lossCounts(error: WorkerLostError, notStartedThere: boolean): boolean {
     return !(error.byWatchdog && error.stoppedSandboxId !== this.#id && notStartedThere);
   }
 
   /** What becomes of an activation whose worker was lost: an outcome, or "retry" on a fresh one. */
-  #afterWorkerLost(home: Home, error: WorkerLostError, op: ActivationBody["op"], hadEffects: boolean, countedLosses: number): ActivationOutcome | "retry" {
+  #afterWorkerLost(home: Home, error: WorkerLostError, op: ActivationBody["op"], hadEffects: boolean, countedLosses: number, lostWorkers: number): ActivationOutcome | "retry" {
     if (error.stoppedSandboxId === this.#id) {
       // This sandbox's own guest was the runaway the watchdog stopped.
       const kind = error.stopReason ?? "cpu";
@@ -733,7 +746,7 @@ export class Sandbox {
     const cause = error.stoppedSandboxId !== null ? "another sandbox's runaway script made the watchdog stop it" : error.message;
     if (op === "call") return evictedOutcome("call", cause);
     if (hadEffects) return evictedOutcome(op, cause);
-    if (countedLosses > MAX_BYSTANDER_RETRIES) return evictedOutcome(op, cause, countedLosses);
+    if (countedLosses > MAX_BYSTANDER_RETRIES || lostWorkers >= MAX_LOST_WORKERS) return evictedOutcome(op, cause, lostWorkers);
     return "retry";
   }
 

@@ -48,7 +48,7 @@ export function evictedOutcome(what: "run" | "load" | "call", cause: string, los
       ? `the plugin's worker was lost (${cause}); the plugin's state went with it: load it again`
       : lostWorkers === null
         ? `the ${what}'s worker was lost (${cause}) after the ${what} had effects outside the sandbox (a fetch or host call), so it was not re-run; it is safe to retry`
-        : `the ${what}'s worker was lost (${cause}), the ${lostWorkers}th it lost before it could end, so it was not re-run again; it is safe to retry`;
+        : `the ${what}'s worker was lost (${cause}), the ${lostWorkers}th worker it lost before it could end, so it was not re-run again; it is safe to retry`;
   return outcome("evicted", "EvictedError", message);
 }
 

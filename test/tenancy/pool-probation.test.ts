@@ -144,8 +144,9 @@ describe("the ordinary line, for runs let out of the probation line", () => {
       void wait.admission.then(() => order.push(name));
       return wait;
     };
-    const drain = async () => {
-      room = Infinity;
+    /** Lets `count` more runs out (all by default), and waits for their admissions to resolve. */
+    const drain = async (count = Infinity) => {
+      room = count === Infinity ? Infinity : room + count;
       line.wake();
       await new Promise((resolve) => setTimeout(resolve, 0));
     };
@@ -170,17 +171,20 @@ describe("the ordinary line, for runs let out of the probation line", () => {
   it("keeps the runs that came back in front after some leave in every way (cancel, admission, release)", async () => {
     const { line, order, admit, drain } = orderedLine();
     const back1 = admit("back 1", true, 10);
-    admit("back 2", true, 20);
+    admit("back 2, let out", true, 3);
     admit("known at 100", false, 100);
     back1.cancel();
     admit("back 3", true, 30);
     admit("old, let out", false, 5);
+    // Both runs that began to wait at 5 or before leave (their admissions say waitedTooLong).
     line.releaseWaitingSince(5);
     admit("back 4", true, 40);
     admit("known at 200", false, 200);
+    await drain(1);
+    // One admitted from the front; the next to come back still goes behind the other one.
+    admit("back 5", true, 50);
     await drain();
-    // "old, let out" left by releaseWaitingSince (its admission says waitedTooLong).
-    expect(order).toEqual(["old, let out", "back 2", "back 3", "back 4", "known at 100", "known at 200"]);
+    expect(order).toEqual(["back 2, let out", "old, let out", "back 3", "back 4", "back 5", "known at 100", "known at 200"]);
   });
 });
 
