@@ -5,7 +5,7 @@
 // issue 12), in the same rounds. Used by bench/run.mjs.
 import { loadavg } from "node:os";
 import { WARM_UP_REQUESTS, benchHostFetchBaseline, benchHostFetchBody, benchTransport, startBenchServer } from "./fetch-host.mjs";
-import { median, percentile } from "./stats.mjs";
+import { median, rateSpread } from "./stats.mjs";
 
 const distIndex = new URL("../dist/src/index.js", import.meta.url).href;
 
@@ -53,7 +53,8 @@ export async function benchHttp({ quick = false } = {}) {
   // This machine is noisy (2 cores shared by the client, the server thread and whatever
   // else runs): each round measures guest and host back to back, alternating which goes
   // first, and the ratio reported is the median of the per-round ratios.
-  const rounds = quick ? 1 : 5;
+  const rounds = quick ? 2 : 7;
+  const loadStart = loadavg()[0];
   try {
     // Small GETs: one run per round doing n sequential fetches; host baseline in between.
     const small = await createSandbox({ net: { allow: [host] }, limits: benchLimits() });
@@ -77,19 +78,23 @@ export async function benchHttp({ quick = false } = {}) {
     const spread = (values) => [Math.min(...values), Math.max(...values)];
     const smallRatios = ratios(guestRps, hostRps);
     return {
-      smallGets: { n, rounds, guest: median(guestRps), host: median(hostRps), transport: median(transportRps), ratio: median(smallRatios), spread: spread(smallRatios), transportRatio: median(ratios(transportRps, hostRps)) },
+      smallGets: {
+        n,
+        rounds,
+        guest: rateSpread(guestRps),
+        host: rateSpread(hostRps),
+        transport: median(transportRps),
+        ratio: rateSpread(smallRatios),
+        spread: spread(smallRatios),
+        transportRatio: median(ratios(transportRps, hostRps)),
+        load: [loadStart, loadavg()[0]],
+      },
       largeBody: await benchLargeBody(createSandbox, server, { quick }),
     };
   } finally {
     await server.close();
   }
 }
-
-/**
- * Percentiles of per-round rates, tail on the slow side (as for latencies, where p99 is the
- * slow tail): p90 is the rate that 90% of rounds reached or beat, p99 the one 99% did.
- */
-const pcts = (values) => ({ p50: percentile(values, 50), p90: percentile(values, 10), p99: percentile(values, 1) });
 
 /**
  * 8 MiB bodies, guest arrayBuffer() vs undici.fetch + arrayBuffer() in the host, against
@@ -145,9 +150,9 @@ async function benchLargeBody(createSandbox, separateServer, { quick }) {
       const ratios = guest.map((value, i) => value / host[i]);
       const cpuRatios = guestCpu.map((value, i) => value / hostCpu[i]);
       result[name] = {
-        guest: pcts(guest),
-        host: pcts(host),
-        ratio: pcts(ratios),
+        guest: rateSpread(guest),
+        host: rateSpread(host),
+        ratio: rateSpread(ratios),
         spread: [Math.min(...ratios), Math.max(...ratios)],
         cpu: { guest: median(guestCpu), host: median(hostCpu), ratio: median(cpuRatios) },
       };

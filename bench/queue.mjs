@@ -1,6 +1,7 @@
 // Queue bench (issue 14): 2,000 tiny jobs through BullMQ on a real redis-server (another
 // process) with one and with two `scriptbox worker` processes, submit → result latency
-// with an idle queue, and Redis commands per job (INFO commandstats over 1,000 jobs);
+// with an idle queue, and Redis commands per job (INFO commandstats over 1,000 jobs, a
+// count: no distribution); rates also per window of 200 jobs (p50/p90/p99, slow side);
 // beside an in-process sandbox.run loop of the same script as the baseline.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -8,7 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { percentile } from "./stats.mjs";
+import { rateSpread, spread } from "./stats.mjs";
 
 const CLI = fileURLToPath(new URL("../dist/src/cli.js", import.meta.url));
 const SCRIPT = "export default (n) => n + 1";
@@ -69,19 +70,32 @@ function startWorker(url, queue, concurrency) {
   return { ready, stop: async () => (child.kill("SIGTERM"), exited) };
 }
 
-/** Submits `n` jobs (in windows of 200 in flight), waits for every result; jobs per second. */
+const WINDOW = 200;
+
+/**
+ * Submits `n` jobs in windows of WINDOW in flight, waits for every result: jobs per second
+ * overall, and per window (p50/p90/p99 over the windows, the slow side).
+ */
 async function throughput(queue, n) {
   const started = performance.now();
   const pending = [];
+  const windowRates = [];
+  let windowStart = started;
   for (let i = 0; i < n; i++) {
     pending.push(queue.submit(SCRIPT, { input: i }).then((job) => job.result()));
-    if (pending.length % 200 === 0) await Promise.all(pending.slice(-200));
+    if (pending.length % WINDOW === 0 || i === n - 1) {
+      const size = pending.length % WINDOW || WINDOW;
+      await Promise.all(pending.slice(-size));
+      const now = performance.now();
+      windowRates.push(size / ((now - windowStart) / 1000));
+      windowStart = now;
+    }
   }
   const results = await Promise.all(pending);
   const seconds = (performance.now() - started) / 1000;
   const bad = results.filter((r, i) => !r.ok || r.value !== i + 1).length;
   if (bad > 0) throw new Error(`${bad} of ${n} jobs came back wrong`);
-  return n / seconds;
+  return { rate: n / seconds, windows: rateSpread(windowRates) };
 }
 
 function parseCommandStats(text) {
@@ -100,7 +114,7 @@ function redisCpuSeconds(port) {
 }
 
 export async function benchQueue({ quick = false } = {}) {
-  const jobs = quick ? 300 : 2_000;
+  const jobs = quick ? 400 : 2_000; // whole windows of WINDOW
   const latencySamples = quick ? 50 : 300;
   const statJobs = quick ? 200 : 1_000;
   const { createScriptQueue } = await import("../dist/src/queue.js");
@@ -113,15 +127,24 @@ export async function benchQueue({ quick = false } = {}) {
     const sandbox = await createSandbox();
     for (let i = 0; i < 50; i++) await sandbox.run(SCRIPT, { input: i });
     const baseTimes = [];
+    // Runs per second per window of WINDOW runs, as the queue's windows.
+    const baseWindows = [];
     const baseStart = performance.now();
+    let windowStart = baseStart;
     for (let i = 0; i < jobs; i++) {
       const t = performance.now();
       const r = await sandbox.run(SCRIPT, { input: i });
       baseTimes.push(performance.now() - t);
       if (!r.ok || r.value !== i + 1) throw new Error("baseline run failed");
+      if ((i + 1) % WINDOW === 0 || i === jobs - 1) {
+        const now = performance.now();
+        baseWindows.push(((i % WINDOW) + 1) / ((now - windowStart) / 1000));
+        windowStart = now;
+      }
     }
     out.baselineRate = jobs / ((performance.now() - baseStart) / 1000);
-    out.baselineLatency = { p50: percentile(baseTimes, 50), p90: percentile(baseTimes, 90), p99: percentile(baseTimes, 99) };
+    out.baselineWindows = rateSpread(baseWindows);
+    out.baselineLatency = spread(baseTimes);
     await sandbox.dispose();
 
     for (const processes of [1, 2]) {
@@ -130,7 +153,9 @@ export async function benchQueue({ quick = false } = {}) {
       await Promise.all(workers.map((w) => w.ready));
       const queue = createScriptQueue({ connection: redis.url, name });
       await throughput(queue, 100); // warm-up: connections, the workers' first jobs
-      out[`rate${processes}`] = await throughput(queue, jobs);
+      const measured = await throughput(queue, jobs);
+      out[`rate${processes}`] = measured.rate;
+      out[`windows${processes}`] = measured.windows;
 
       if (processes === 1) {
         // Latency with an idle queue: one job at a time.
@@ -142,7 +167,7 @@ export async function benchQueue({ quick = false } = {}) {
           if (i >= 20) times.push(performance.now() - t);
           if (!r.ok) throw new Error("latency job failed");
         }
-        out.latency = { p50: percentile(times, 50), p90: percentile(times, 90), p99: percentile(times, 99) };
+        out.latency = spread(times);
 
         // Redis commands per job, submit + run + result() included.
         redisCli(redis.port, "config", "resetstat");

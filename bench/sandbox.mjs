@@ -1,12 +1,12 @@
 // The sandbox host's figures (issue 2), each beside bare quickjs-emscripten in the same
-// process (bench/bare-quickjs.mjs), as medians. Used by bench/run.mjs.
+// process (bench/bare-quickjs.mjs), as p50 / p90 / p99. Used by bench/run.mjs.
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
 import { barePlugin, bareCreateAndRun, bareReusedSandbox } from "./bare-quickjs.mjs";
-import { collectGarbage, median, percentile, sample } from "./stats.mjs";
+import { collectGarbage, median, sample, spread } from "./stats.mjs";
 import { importCost, realmCost } from "./realm.mjs";
 
 const SOURCE = "export default () => 1 + 1";
@@ -181,13 +181,8 @@ async function limitOvershoot(createSandbox, samples) {
   return { cpuTimeMs, cpuOver, statsWallOver, wallOver };
 }
 
-/** p50/p90/p99 and the sample count of a series. */
-function spread(values) {
-  return { p50: median(values), p90: percentile(values, 90), p99: percentile(values, 99), n: values.length };
-}
-
 function figure(ours, bare, extra = {}) {
-  return { ours: median(ours), bare: median(bare), p90: percentile(ours, 90), samples: ours.length, ...extra };
+  return { ours: median(ours), bare: median(bare), oursSpread: spread(ours), bareSpread: spread(bare), samples: ours.length, ...extra };
 }
 
 export async function benchSandbox({ quick = false } = {}) {
@@ -204,7 +199,7 @@ export async function benchSandbox({ quick = false } = {}) {
   const b = await reusedRuns(createSandbox, quick ? 300 : 1000);
   const c = await pluginCalls(createSandbox, quick ? 1000 : 5000);
   const echo = await workerEcho(quick ? 1000 : 5000);
-  const limit = await limitOvershoot(createSandbox, 10);
+  const limit = await limitOvershoot(createSandbox, quick ? 10 : 20);
   await collectGarbage();
   const realm = await realmCost(quick ? 500 : 2000);
   const d = await residentMemory(quick ? 1 : 3);
@@ -214,21 +209,13 @@ export async function benchSandbox({ quick = false } = {}) {
     idleCreateRunDispose: figure(a.idle.createRunDispose, bareAlone.createRunDispose, { pauseMs: IDLE_PAUSE_MS }),
     createRun: figure(a.backToBack.createRun, bareAlone.createRun),
     createRunDispose: figure(a.backToBack.createRunDispose, bareAlone.createRunDispose),
-    bareLoaded: { createRun: median(a.bare.createRun), createRunDispose: median(a.bare.createRunDispose), samples: a.bare.createRun.length },
+    bareLoaded: { createRun: spread(a.bare.createRun), createRunDispose: spread(a.bare.createRunDispose) },
     reusedRun: { ours: median(b.ours), bareFresh: median(b.bareFresh), bareReused: median(b.bareReused), samples: b.ours.length, oursSpread: spread(b.ours), bareFreshSpread: spread(b.bareFresh) },
     realmBuild: { ours: spread(realm.ours.build), bare: spread(realm.bare.build) },
     realmCycle: { ours: spread(realm.ours.cycle), bare: spread(realm.bare.cycle) },
     importRss: { ours: spread(imported.ours), bare: spread(imported.bare) },
-    pluginCall: { ours: median(c.ours), bare: median(c.bare), echo: median(echo), p90: percentile(c.ours, 90), samples: c.ours.length },
+    pluginCall: { ours: spread(c.ours), bare: spread(c.bare), echo: spread(echo) },
     rssPerSandbox: { ours: median(d.ours), bare: median(d.bare), samples: d.ours.length, oursSpread: spread(d.ours), bareSpread: spread(d.bare) },
-    limit: {
-      cpuTimeMs: limit.cpuTimeMs,
-      cpuOver: median(limit.cpuOver),
-      statsWallOver: median(limit.statsWallOver),
-      statsWallOverMax: Math.max(...limit.statsWallOver),
-      wallOver: median(limit.wallOver),
-      wallOverMax: Math.max(...limit.wallOver),
-      samples: limit.wallOver.length,
-    },
+    limit: { cpuTimeMs: limit.cpuTimeMs, cpuOver: spread(limit.cpuOver), statsWallOver: spread(limit.statsWallOver), wallOver: spread(limit.wallOver) },
   };
 }

@@ -14,6 +14,24 @@ export function percentile(values, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
+/** p50, p90, p99 and the sample count of times or sizes (the tail is the high side). */
+export function spread(values) {
+  return { p50: median(values), p90: percentile(values, 90), p99: percentile(values, 99), n: values.length };
+}
+
+/**
+ * The same for rates (per round, per window), the tail on the slow side as for times: p90
+ * is the rate that 90% of the samples reached or beat, p99 the one 99% did.
+ */
+export function rateSpread(values) {
+  return { p50: median(values), p90: percentile(values, 10), p99: percentile(values, 1), n: values.length };
+}
+
+/** "p50 / p90 / p99" of a spread, each value formatted by `format`. */
+export function formatSpread(x, format = formatMs) {
+  return `${format(x.p50)} / ${format(x.p90)} / ${format(x.p99)}`;
+}
+
 /** Runs `op` `warmup` times unmeasured, then `samples` times; returns the per-call milliseconds. */
 export async function sample(op, { warmup, samples }) {
   for (let i = 0; i < warmup; i++) await op(i);

@@ -276,6 +276,8 @@ export class WorkerConnection {
   private warm = false;
   /** Someone waits for `ready` (keepAliveUntilReady). */
   private holdUntilReady = false;
+  /** The pool stopped it (terminate): not a failure of the thread. */
+  private terminated = false;
 
   /**
    * `demoted`: a shared worker for the runs of demoted scripts (WorkerPool.acquireDemoted);
@@ -565,6 +567,16 @@ export class WorkerConnection {
     return this.warm;
   }
 
+  /**
+   * It was lost before it was ready on its own: neither the pool (configurePool, shutdown)
+   * nor the watchdog (a guest stuck in a native call) stopped it. A thread that cannot
+   * start. Decided when it is lost (a later terminate() does not change it).
+   */
+  get failedToStart(): boolean {
+    return this.lostBeforeReadyOnItsOwn;
+  }
+  private lostBeforeReadyOnItsOwn = false;
+
   /** Keeps the process alive until this worker is ready (warmPool awaits `ready`). */
   keepAliveUntilReady(): void {
     if (this.warm || this.lost) return;
@@ -708,6 +720,7 @@ export class WorkerConnection {
   private onLost(error: WorkerLostError): void {
     if (this.lost) return;
     this.lost = error;
+    this.lostBeforeReadyOnItsOwn = !this.warm && !error.byWatchdog && !this.terminated;
     this.markReady();
     this.pool.forget(this);
     for (const [id, pending] of [...this.pending]) {
@@ -723,6 +736,7 @@ export class WorkerConnection {
   }
 
   terminate(): void {
+    this.terminated = true;
     this.onLost(new WorkerLostError("the worker was shut down", null, null));
     void this.worker.terminate();
   }
@@ -948,7 +962,7 @@ export class WorkerPool {
   }
 
   private shuttingDown = false;
-  /** When a probation worker was last lost before it was ready, not stopped by the watchdog (startProbationWorkers). */
+  /** When a probation worker last failed to start (WorkerConnection.failedToStart; startProbationWorkers). */
   private probationFailedAt = -Infinity;
 
   private startProbationWorkers(): void {
@@ -1201,9 +1215,10 @@ export class WorkerPool {
   forget(connection: WorkerConnection): void {
     this.retiring.delete(connection);
     if (!this.all.delete(connection)) return;
-    // A thread that could not start (not one the watchdog stopped for a guest: the first run
-    // of a replacement is often the next stuck hog among the bystanders).
-    if (connection.probation && !connection.wasReady && !connection.lost?.byWatchdog) this.probationFailedAt = performance.now();
+    // A thread that could not start; not one the watchdog stopped for a guest (the first run
+    // of a replacement is often the next stuck hog among the bystanders), nor one the pool
+    // stopped (configurePool, shutdown: the next one would wait for no reason).
+    if (connection.probation && connection.failedToStart) this.probationFailedAt = performance.now();
     for (const workers of [this.shared, this.demoted, this.probation]) {
       const index = workers.indexOf(connection);
       if (index !== -1) workers.splice(index, 1);

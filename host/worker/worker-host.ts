@@ -28,7 +28,7 @@ import type { LogEntry } from "../types.js";
 import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
 import { WorkerSandbox } from "./sandbox.js";
-import { noteDroppedEngine } from "./engine-gc.js";
+import { noteDroppedEngine, setIdleScheduler } from "./engine-gc.js";
 import { WarmPool } from "./warm-pool.js";
 import { ModuleUsage } from "./module-usage.js";
 import { ActivationSlots, type ActivationControl } from "../activation-slots.js";
@@ -78,6 +78,8 @@ export class WorkerHost {
     this.watchdog = new WatchdogSlot(init.watchdog);
     this.slots = new ActivationSlots(init.activationSlots);
     this.pool = new WarmPool(init.warmPool.size, init.warmPool.burstExtraMax, (sandbox) => this.free(sandbox, false), () => this.sandboxes.size);
+    // One host per thread: its idle work runs the collection of dropped engines once quiet.
+    setIdleScheduler((task) => this.whenIdle(task));
     // First message out: the embedder's watchdog reads this thread's CPU time by its id.
     this.post({ type: "thread", threadId: currentThreadId() });
   }

@@ -9,13 +9,22 @@ import { RunAdmission } from "../../host/run-admission.js";
 import { startedProbe } from "./demotion-probes.js";
 
 const HOLD_LIMITS = { cpuTimeMs: 60_000, wallTimeMs: 120_000 };
+/** For a holder that spins through a test of many hard stops (its CPU limit must not end it first on a loaded machine). */
+const LONG_HOLD_LIMITS = { cpuTimeMs: 300_000, wallTimeMs: 300_000 };
+
+/**
+ * A native hog: all its work in one native call per iteration, in its top level, which no
+ * interrupt reaches (it ends by the hard stop of its worker). `name` makes each a script of
+ * its own.
+ */
+const nativeHog = (name: string) => `const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 400; i++) n += s.indexOf("b"); export default () => n; // ${name}`;
 
 /**
  * Guest code that holds its worker (CPU in one go, after an effect: a run that had one is
  * never withdrawn to run elsewhere) while the test keeps it (`keep`, until `release`).
  * `name` tells the runs apart (and makes each text a script of its own).
  */
-function holderProbe() {
+function holderProbe(limits = HOLD_LIMITS) {
   const probe = startedProbe((name) => `started ${String(name)}`);
   const kept = new Set<string>();
   const hold = hostSync((name: string) => kept.has(name));
@@ -28,7 +37,7 @@ function holderProbe() {
     }`;
   const keep = (name: string) => void kept.add(name);
   const release = (name: string) => void kept.delete(name);
-  const run = (name: string) => runScript(holder(name), { modules, limits: HOLD_LIMITS });
+  const run = (name: string) => runScript(holder(name), { modules, limits });
   const startedCount = (name: string) => probe.events.filter((event) => event === `started ${name}`).length;
   /** Makes `name`'s script known: one run of it that ends at once. */
   const makeKnown = async (name: string) => expect(await run(name)).toMatchObject({ ok: true, value: name });
@@ -56,12 +65,12 @@ function holderProbe() {
  * (`known`, returning its input: one run of it ended); and the holder probe with the
  * script of `sharedHolder` made known, so that its next run holds the shared worker.
  */
-async function probationScene(queuedRunsPerWorker: number, test: string, sharedHolder: string) {
+async function probationScene(queuedRunsPerWorker: number, test: string, sharedHolder: string, holdLimits = HOLD_LIMITS) {
   configurePool({ sharedWorkers: 1, queuedRunsPerWorker, demotedWorkers: 1, probationWorkers: 1 });
   await warmPool();
   const known = `export default (n) => n // known, ${test}`;
   expect(await runScript(known, { input: 0 })).toMatchObject({ ok: true, value: 0 });
-  const probe = holderProbe();
+  const probe = holderProbe(holdLimits);
   await probe.makeKnown(sharedHolder);
   return { known, ...probe };
 }
@@ -233,6 +242,31 @@ describe("probation workers", () => {
     }
   });
 
+  it("a probation worker the pool stops while it starts (configurePool) does not hold back the next one", async () => {
+    configurePool({ sharedWorkers: 1, queuedRunsPerWorker: 1, demotedWorkers: 1, probationWorkers: 0 });
+    try {
+      await warmPool();
+      const { until } = startedProbe();
+      // Probation on: a new script's run starts a probation worker (the run itself goes to
+      // the idle shared worker); probation off again while that thread starts (a thread
+      // takes 50 ms or more to start here, and the probe looks every 5 ms: were it ready
+      // by then, this test would prove nothing, but it could not fail either).
+      configurePool({ probationWorkers: 1 });
+      const first = runScript("export default () => 1 // new, stopped while starting");
+      await until(() => poolStats().inFlightPerProbationWorker.length === 1);
+      configurePool({ probationWorkers: 0 });
+      expect(poolStats().inFlightPerProbationWorker).toEqual([]);
+      expect(await first).toMatchObject({ ok: true, value: 1 });
+      // On again, well within PROBATION_MAX_WAIT_MS: the next new script's run starts one
+      // (a worker that failed to start would hold the next back that long).
+      configurePool({ probationWorkers: 1 });
+      expect(await runScript("export default () => 2 // new, after the stop")).toMatchObject({ ok: true, value: 2 });
+      expect(poolStats().inFlightPerProbationWorker).toHaveLength(1);
+    } finally {
+      configurePool({ probationWorkers: 1 });
+    }
+  });
+
   it("runs of a new script wait in the probation line while known runs wait for the shared worker, and join the ordinary line once the script is known", async () => {
     // A known script whose next run holds the shared worker (known: one run of it ended at once).
     const { known, release, until, holdWorker } = await probationScene(1, "third test", "on shared");
@@ -316,7 +350,7 @@ describe("probation workers", () => {
       // no interrupt reaches): withdrawn once seen, it runs on there until the watchdog
       // terminates the worker; the new run queued behind it is a bystander of that.
       const hardStopsBefore = poolStats().hardStops;
-      const hog = `const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 400; i++) n += s.indexOf("b"); export default () => n; // probation hog`;
+      const hog = nativeHog("probation hog");
       // Both sent at once: both are placed on the probation worker (room for 4) before the
       // watchdog sees the hog hold it, so the light run is queued there behind it.
       const hogRun = runScript(hog, { limits: { cpuTimeMs: 300, wallTimeMs: 60_000 } });
@@ -336,7 +370,7 @@ describe("probation workers", () => {
   });
 
   it("a new script queued behind more native hogs than a bystander's retries on the probation worker runs on a replacement: losing only its place does not count", { timeout: 180_000 }, async () => {
-    const { known, release, until, holdWorker } = await probationScene(10, "hogs-ahead test", "hogs-ahead shared");
+    const { known, release, until, holdWorker } = await probationScene(10, "hogs-ahead test", "hogs-ahead shared", LONG_HOLD_LIMITS);
     try {
       // The shared worker is held and a known run waits for it: new scripts go to the probation worker.
       const { result: sharedHeld } = await holdWorker("hogs-ahead shared");
@@ -350,7 +384,7 @@ describe("probation workers", () => {
       // worker in that order, so the light run is a bystander of each hog ahead of it (of
       // one per replacement: the next hog in line is a replacement's first run).
       const hogs = Array.from({ length: 9 }, (_, i) =>
-        runScript(`const s = "a".repeat(1 << 24); let n = 0; for (let i = 0; i < 400; i++) n += s.indexOf("b"); export default () => n; // hog ${i}`, {
+        runScript(nativeHog(`hog ${i}`), {
           limits: { cpuTimeMs: 200, wallTimeMs: 120_000 },
         }),
       );
@@ -367,6 +401,40 @@ describe("probation workers", () => {
       for (const hog of await Promise.all(hogs)) expect(hog).toMatchObject({ ok: false, error: { kind: "cpu" } });
     } finally {
       release("hogs-ahead shared");
+    }
+  });
+
+  it("a run queued behind a flood of native hogs ends evicted at its 25th lost worker, not re-sent for as long as they come", { timeout: 240_000 }, async () => {
+    const { known, release, until, holdWorker } = await probationScene(30, "hog-flood test", "hog-flood shared", LONG_HOLD_LIMITS);
+    try {
+      const { result: sharedHeld } = await holdWorker("hog-flood shared");
+      const knownRun = runScript(known, { input: 1 });
+      await until(() => poolStats().waitingRuns === 1);
+      const hardStopsBefore = poolStats().hardStops;
+      // As in the test before, with 25 hogs ahead of the light run: its place is lost at
+      // least 25 times (none counts as a bystander's retry), the bound on losses of any kind.
+      const hogs = Array.from({ length: 25 }, (_, i) =>
+        runScript(nativeHog(`flood hog ${i}`), {
+          limits: { cpuTimeMs: 100, wallTimeMs: 120_000 },
+        }),
+      );
+      const light = runScript("export default () => 'light' // hog-flood test");
+      const result = await light;
+      expect(result).toMatchObject({ ok: false, error: { kind: "evicted" } });
+      expect(result.ok || result.error.message).toMatch(/the 25th worker it lost/);
+      expect(poolStats().hardStops - hardStopsBefore).toBeGreaterThanOrEqual(25);
+      // The shared worker was held throughout (the light run was not sent there).
+      release("hog-flood shared");
+      expect(await knownRun).toMatchObject({ ok: true, value: 1 });
+      expect(await sharedHeld).toMatchObject({ ok: true });
+      // Each hog ended by its own hard stop, or, queued behind enough others, evicted as the
+      // light run was (a hog's withdrawn attempt stuck in native code costs its worker
+      // too, so the hogs ahead cost more than one worker each).
+      const kinds = (await Promise.all(hogs)).map((hog) => (hog.ok ? "ok" : hog.error.kind));
+      expect(kinds.filter((kind) => kind !== "cpu" && kind !== "evicted")).toEqual([]);
+      expect(kinds).toContain("cpu");
+    } finally {
+      release("hog-flood shared");
     }
   });
 
