@@ -75,6 +75,34 @@ async function probationScene(queuedRunsPerWorker: number, test: string, sharedH
   return { known, ...probe };
 }
 
+/**
+ * The scene of the native-hog tests: probationScene with its shared worker held (a holder
+ * with LONG_HOLD_LIMITS) and a known run waiting for it, so that new scripts' runs go to
+ * the probation worker only. `releaseShared()` lets the holder end and checks that both it
+ * and the known run then end ok.
+ */
+async function heldSharedScene(queuedRunsPerWorker: number, test: string) {
+  const holder = `${test} shared`;
+  const { known, release, until, holdWorker } = await probationScene(queuedRunsPerWorker, test, holder, LONG_HOLD_LIMITS);
+  const { result: sharedHeld } = await holdWorker(holder);
+  let sharedEnded = false;
+  void sharedHeld.then(() => (sharedEnded = true));
+  const knownRun = runScript(known, { input: 1 });
+  await until(() => poolStats().waitingRuns === 1);
+  return {
+    hardStopsBefore: poolStats().hardStops,
+    /** Whether the holder has ended (the shared worker is no longer held). */
+    sharedEnded: () => sharedEnded,
+    releaseShared: async () => {
+      release(holder);
+      expect(await knownRun).toMatchObject({ ok: true, value: 1 });
+      expect(await sharedHeld).toMatchObject({ ok: true });
+    },
+    /** For `finally`: lets the holder end whatever happened. */
+    cleanUp: () => release(holder),
+  };
+}
+
 describe("KnownScripts", () => {
   it("remembers scripts that ran, the least recently run forgotten first; a demoted one is forgotten", () => {
     const known = new KnownScripts(undefined, 3);
@@ -370,63 +398,39 @@ describe("probation workers", () => {
   });
 
   it("a new script queued behind more native hogs than a bystander's retries on the probation worker runs on a replacement: losing only its place does not count", { timeout: 180_000 }, async () => {
-    const { known, release, until, holdWorker } = await probationScene(10, "hogs-ahead test", "hogs-ahead shared", LONG_HOLD_LIMITS);
+    const scene = await heldSharedScene(10, "hogs-ahead test");
     try {
-      // The shared worker is held and a known run waits for it: new scripts go to the probation worker.
-      const { result: sharedHeld } = await holdWorker("hogs-ahead shared");
-      let sharedEnded = false;
-      void sharedHeld.then(() => (sharedEnded = true));
-      const knownRun = runScript(known, { input: 1 });
-      await until(() => poolStats().waitingRuns === 1);
-      const hardStopsBefore = poolStats().hardStops;
       // Nine distinct native hogs (no interrupt reaches them: each ends by the hard stop of
       // its worker), then a light new script, sent at once: all queued on the probation
       // worker in that order, so the light run is a bystander of each hog ahead of it (of
       // one per replacement: the next hog in line is a replacement's first run).
-      const hogs = Array.from({ length: 9 }, (_, i) =>
-        runScript(nativeHog(`hog ${i}`), {
-          limits: { cpuTimeMs: 200, wallTimeMs: 120_000 },
-        }),
-      );
+      const hogs = Array.from({ length: 9 }, (_, i) => runScript(nativeHog(`hog ${i}`), { limits: { cpuTimeMs: 200, wallTimeMs: 120_000 } }));
       const light = runScript("export default () => 'light' // hogs-ahead test");
       // Not "evicted" after its sixth lost worker; and on a probation worker, not sent to
       // the held shared worker (a replacement that a hog stopped before it was ready once
       // held back the next one for a second, as if it could not start).
       expect(await light).toMatchObject({ ok: true, value: "light" });
-      expect(sharedEnded).toBe(false);
-      expect(poolStats().hardStops - hardStopsBefore).toBeGreaterThan(6);
-      release("hogs-ahead shared");
-      expect(await knownRun).toMatchObject({ ok: true, value: 1 });
-      expect(await sharedHeld).toMatchObject({ ok: true });
+      expect(scene.sharedEnded()).toBe(false);
+      expect(poolStats().hardStops - scene.hardStopsBefore).toBeGreaterThan(6);
+      await scene.releaseShared();
       for (const hog of await Promise.all(hogs)) expect(hog).toMatchObject({ ok: false, error: { kind: "cpu" } });
     } finally {
-      release("hogs-ahead shared");
+      scene.cleanUp();
     }
   });
 
   it("a run queued behind a flood of native hogs ends evicted at its 25th lost worker, not re-sent for as long as they come", { timeout: 240_000 }, async () => {
-    const { known, release, until, holdWorker } = await probationScene(30, "hog-flood test", "hog-flood shared", LONG_HOLD_LIMITS);
+    const scene = await heldSharedScene(30, "hog-flood test");
     try {
-      const { result: sharedHeld } = await holdWorker("hog-flood shared");
-      const knownRun = runScript(known, { input: 1 });
-      await until(() => poolStats().waitingRuns === 1);
-      const hardStopsBefore = poolStats().hardStops;
       // As in the test before, with 25 hogs ahead of the light run: its place is lost at
       // least 25 times (none counts as a bystander's retry), the bound on losses of any kind.
-      const hogs = Array.from({ length: 25 }, (_, i) =>
-        runScript(nativeHog(`flood hog ${i}`), {
-          limits: { cpuTimeMs: 100, wallTimeMs: 120_000 },
-        }),
-      );
-      const light = runScript("export default () => 'light' // hog-flood test");
-      const result = await light;
-      expect(result).toMatchObject({ ok: false, error: { kind: "evicted" } });
-      expect(result.ok || result.error.message).toMatch(/the 25th worker it lost/);
-      expect(poolStats().hardStops - hardStopsBefore).toBeGreaterThanOrEqual(25);
-      // The shared worker was held throughout (the light run was not sent there).
-      release("hog-flood shared");
-      expect(await knownRun).toMatchObject({ ok: true, value: 1 });
-      expect(await sharedHeld).toMatchObject({ ok: true });
+      const hogs = Array.from({ length: 25 }, (_, i) => runScript(nativeHog(`flood hog ${i}`), { limits: { cpuTimeMs: 100, wallTimeMs: 120_000 } }));
+      const light = await runScript("export default () => 'light' // hog-flood test");
+      expect(light).toMatchObject({ ok: false, error: { kind: "evicted" } });
+      expect(light.ok || light.error.message).toMatch(/the 25th worker it lost/);
+      expect(poolStats().hardStops - scene.hardStopsBefore).toBeGreaterThanOrEqual(25);
+      expect(scene.sharedEnded()).toBe(false);
+      await scene.releaseShared();
       // Each hog ended by its own hard stop, or, queued behind enough others, evicted as the
       // light run was (a hog's withdrawn attempt stuck in native code costs its worker
       // too, so the hogs ahead cost more than one worker each).
@@ -434,7 +438,25 @@ describe("probation workers", () => {
       expect(kinds.filter((kind) => kind !== "cpu" && kind !== "evicted")).toEqual([]);
       expect(kinds).toContain("cpu");
     } finally {
-      release("hog-flood shared");
+      scene.cleanUp();
+    }
+  });
+
+  it("a run queued behind native hogs, losing its place at each hard stop, ends queue-timeout at its queueTimeoutMs", { timeout: 120_000 }, async () => {
+    const scene = await heldSharedScene(14, "hog-timeout test");
+    try {
+      // Twelve hogs ahead (each costs its worker, and often a replacement too, ~0.4 s or
+      // more per worker): the light run is still queued after its 3 s, on its second or
+      // later worker (the first hard stop comes once a hog has spent 200 ms of CPU).
+      const hogs = Array.from({ length: 12 }, (_, i) => runScript(nativeHog(`timeout hog ${i}`), { limits: { cpuTimeMs: 100, wallTimeMs: 120_000 } }));
+      const light = await runScript("export default () => 'light' // hog-timeout test", { queueTimeoutMs: 3_000 });
+      expect(light).toMatchObject({ ok: false, error: { kind: "queue-timeout" } });
+      expect(poolStats().hardStops).toBeGreaterThan(scene.hardStopsBefore);
+      expect(scene.sharedEnded()).toBe(false);
+      await scene.releaseShared();
+      for (const hog of await Promise.all(hogs)) expect(hog.ok).toBe(false);
+    } finally {
+      scene.cleanUp();
     }
   });
 
