@@ -100,6 +100,9 @@ async function heldSharedScene(queuedRunsPerWorker: number, test: string) {
     },
     /** For `finally`: lets the holder end whatever happened. */
     cleanUp: () => release(holder),
+    /** `count` distinct native hogs sent at once (queued on the probation worker in that order). */
+    sendHogs: (count: number, cpuTimeMs: number) =>
+      Array.from({ length: count }, (_, i) => runScript(nativeHog(`${test} hog ${i}`), { limits: { cpuTimeMs, wallTimeMs: 120_000 } })),
   };
 }
 
@@ -404,7 +407,7 @@ describe("probation workers", () => {
       // its worker), then a light new script, sent at once: all queued on the probation
       // worker in that order, so the light run is a bystander of each hog ahead of it (of
       // one per replacement: the next hog in line is a replacement's first run).
-      const hogs = Array.from({ length: 9 }, (_, i) => runScript(nativeHog(`hog ${i}`), { limits: { cpuTimeMs: 200, wallTimeMs: 120_000 } }));
+      const hogs = scene.sendHogs(9, 200);
       const light = runScript("export default () => 'light' // hogs-ahead test");
       // Not "evicted" after its sixth lost worker; and on a probation worker, not sent to
       // the held shared worker (a replacement that a hog stopped before it was ready once
@@ -424,7 +427,7 @@ describe("probation workers", () => {
     try {
       // As in the test before, with 25 hogs ahead of the light run: its place is lost at
       // least 25 times (none counts as a bystander's retry), the bound on losses of any kind.
-      const hogs = Array.from({ length: 25 }, (_, i) => runScript(nativeHog(`flood hog ${i}`), { limits: { cpuTimeMs: 100, wallTimeMs: 120_000 } }));
+      const hogs = scene.sendHogs(25, 100);
       const light = await runScript("export default () => 'light' // hog-flood test");
       expect(light).toMatchObject({ ok: false, error: { kind: "evicted" } });
       expect(light.ok || light.error.message).toMatch(/the 25th worker it lost/);
@@ -448,7 +451,7 @@ describe("probation workers", () => {
       // Twelve hogs ahead (each costs its worker, and often a replacement too, ~0.4 s or
       // more per worker): the light run is still queued after its 3 s, on its second or
       // later worker (the first hard stop comes once a hog has spent 200 ms of CPU).
-      const hogs = Array.from({ length: 12 }, (_, i) => runScript(nativeHog(`timeout hog ${i}`), { limits: { cpuTimeMs: 100, wallTimeMs: 120_000 } }));
+      const hogs = scene.sendHogs(12, 100);
       const light = await runScript("export default () => 'light' // hog-timeout test", { queueTimeoutMs: 3_000 });
       expect(light).toMatchObject({ ok: false, error: { kind: "queue-timeout" } });
       expect(poolStats().hardStops).toBeGreaterThan(scene.hardStopsBefore);
