@@ -30,6 +30,8 @@ export class WarmPool<T> {
   /** The fewest items the pool held right after a take in this window (Infinity: none taken): that many were never needed. */
   private lowWater = Number.POSITIVE_INFINITY;
   private trimTimer: ReturnType<typeof setTimeout> | null = null;
+  /** When the pool last fell below `size` and has stayed there since (performance.now()); null while it holds `size`. */
+  private shortSince: number | null = null;
 
   /**
    * `size`: how many to keep in steady use (WorkerInit.warmPool). `burstExtraMax`: how many more
@@ -41,7 +43,9 @@ export class WarmPool<T> {
     private readonly burstExtraMax: number,
     private readonly drop: (item: T) => void,
     private readonly alive: () => number,
-  ) {}
+  ) {
+    this.noteLength();
+  }
 
   get length(): number {
     return this.items.length;
@@ -53,6 +57,23 @@ export class WarmPool<T> {
   }
 
   /**
+   * How long it has held fewer than `size` without a break (0 when it holds `size`). A
+   * sandbox taken from it usually gives its engine back when disposed: a refill that
+   * builds a new engine because the pool was short for an instant has the next dispose
+   * drop an engine instead (in a create-run-dispose loop, a build and a drop every few
+   * cycles, and a full GC per 32 MiB dropped: engine-gc.ts).
+   */
+  shortForMs(now = performance.now()): number {
+    return this.shortSince === null ? 0 : now - this.shortSince;
+  }
+
+  /** Keeps `shortSince` true after every change of length. */
+  private noteLength(): void {
+    if (this.items.length >= this.size) this.shortSince = null;
+    else this.shortSince ??= performance.now();
+  }
+
+  /**
    * One for a new sandbox, if any. `aliveWithIt`: the sandboxes alive on the worker once
    * this one is bound (the burst's measure).
    */
@@ -61,12 +82,14 @@ export class WarmPool<T> {
     this.peakAlive = Math.max(this.peakAlive, aliveWithIt);
     const item = this.items.shift();
     this.lowWater = Math.min(this.lowWater, this.items.length);
+    this.noteLength();
     return item;
   }
 
   /** A newly built one (idle-time refill). */
   add(item: T): void {
     this.items.push(item);
+    this.noteLength();
     // A dispose may have refilled the pool while this one was being built.
     if (this.items.length > this.size) this.trimEachWindow();
   }
@@ -80,6 +103,7 @@ export class WarmPool<T> {
     const keep = Math.max(this.size, Math.min(this.peakAlive, this.size + this.burstExtraMax));
     if (this.items.length >= keep) return false;
     this.items.push(item);
+    this.noteLength();
     if (this.items.length > this.size) this.trimEachWindow();
     return true;
   }
@@ -100,5 +124,56 @@ export class WarmPool<T> {
     }, BURST_WINDOW_MS);
     // A pending trim keeps no process alive (the embedder's or a test's).
     this.trimTimer.unref?.();
+  }
+}
+
+/** How long the pool must have been short, without a break, before new engines are built. */
+export const REFILL_DELAY_MS = 15;
+
+/**
+ * Tops a warm pool up to its size with new engines, one at a time, as idle work, once it
+ * has been short for REFILL_DELAY_MS without a break (WarmPool.shortForMs). In steady use,
+ * disposed sandboxes give their engines back (WarmPool.offer: only a fresh realm to
+ * build, not a new engine), so new engines are for a pool that stays short. Looking only
+ * at the moment the timer fired built an engine in most ~15 ms of a create-run-dispose
+ * loop, whose one sandbox was alive most of the time, and the next dispose then dropped
+ * one: 20-40 engines built and dropped per worker in 1,000 cycles, and the full GCs they
+ * caused (10-25 ms each) were the loop's p99 (docs/performance.md, "Sandbox lifecycle").
+ */
+export class WarmPoolRefill {
+  private pending = false;
+
+  /** `fill`: builds one engine and adds it to the pool (a failure leaves the pool smaller: requests build their own). */
+  constructor(
+    private readonly pool: { readonly short: boolean; shortForMs(): number },
+    private readonly fill: () => Promise<void>,
+    private readonly whenIdle: (task: () => void) => void,
+  ) {}
+
+  /** After a take (or at start, with 0): builds what the pool lacks once it stays short for `delayMs`. */
+  request(delayMs = REFILL_DELAY_MS): void {
+    if (this.pending || !this.pool.short) return;
+    this.pending = true;
+    setTimeout(() => {
+      const wait = delayMs - this.pool.shortForMs();
+      if (wait > 0) {
+        // Full again in between (a dispose gave an engine back): short only since then.
+        this.pending = false;
+        this.request(wait);
+        return;
+      }
+      this.whenIdle(() => {
+        if (!this.pool.short) {
+          this.pending = false;
+          return;
+        }
+        this.fill()
+          .catch(() => undefined)
+          .finally(() => {
+            this.pending = false;
+            this.request();
+          });
+      });
+    }, delayMs);
   }
 }

@@ -29,15 +29,13 @@ import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
 import { WorkerSandbox } from "./sandbox.js";
 import { noteDroppedEngine, setIdleScheduler } from "./engine-gc.js";
-import { WarmPool } from "./warm-pool.js";
+import { WarmPool, WarmPoolRefill } from "./warm-pool.js";
 import { ModuleUsage } from "./module-usage.js";
 import { ActivationSlots, type ActivationControl } from "../activation-slots.js";
 import { currentThreadId } from "../thread-cpu.js";
 import { AdaptivePoll } from "../adaptive-poll.js";
 import { loadUndici } from "../fetch/sharedDispatcher.js";
 
-/** How long the pool waits before building new engines (recycled ones may refill it first). */
-const REFILL_DELAY_MS = 15;
 /** The engine warm-up (see warmUp): loop iterations of guest code, in this many slices. */
 const WARM_UP_ITERATIONS = 300_000;
 const WARM_UP_SLICES = 30;
@@ -57,7 +55,8 @@ export class WorkerHost {
   private readonly trackerOffsets = new Map<EngineVariantName, number>();
   /** Why sandboxes that failed on their own (outside a request) are gone. */
   private readonly tombstones = new Map<number, string>();
-  private refilling = false;
+  /** Builds new engines for the warm pool as idle work once it has been short for a while. */
+  private readonly refiller: WarmPoolRefill;
   private readonly moduleUsage = new ModuleUsage();
   private readonly slots: ActivationSlots;
   /** How to end each waiting activation, by slot, for "abort" messages. */
@@ -78,6 +77,16 @@ export class WorkerHost {
     this.watchdog = new WatchdogSlot(init.watchdog);
     this.slots = new ActivationSlots(init.activationSlots);
     this.pool = new WarmPool(init.warmPool.size, init.warmPool.burstExtraMax, (sandbox) => this.free(sandbox, false), () => this.sandboxes.size);
+    this.refiller = new WarmPoolRefill(
+      this.pool,
+      () =>
+        this.newSandbox("release", DEFAULT_LIMITS.memoryBytes).then((sandbox) => {
+          this.pool.add(sandbox);
+          // Its spare realm is another slice of idle work (the engine was built off a turn).
+          sandbox.prepareSpareSoon();
+        }),
+      (task) => this.whenIdle(task),
+    );
     // One host per thread: its idle work runs the collection of dropped engines once quiet.
     setIdleScheduler((task) => this.whenIdle(task));
     // First message out: the embedder's watchdog reads this thread's CPU time by its id.
@@ -160,7 +169,7 @@ export class WorkerHost {
    * first (the first sandbox of a process waits for nothing but the thread and its engine).
    */
   start(): void {
-    this.refill(0);
+    this.refiller.request(0);
     // "ready" in every case: warmPool() waits for it.
     this.warmUp()
       .catch(() => undefined)
@@ -233,36 +242,6 @@ export class WorkerHost {
     }
   }
 
-  /**
-   * Tops the warm pool up with new sandboxes, after a short pause: in steady use, disposed
-   * sandboxes come back through recycle() (which only needs a fresh realm, not a new
-   * engine), so new engines are built only when the pool is still short once things calm down.
-   */
-  private refill(delayMs = REFILL_DELAY_MS): void {
-    if (this.refilling || !this.pool.short) return;
-    this.refilling = true;
-    setTimeout(() => {
-      this.whenIdle(() => {
-        if (!this.pool.short) {
-          this.refilling = false;
-          return;
-        }
-        this.newSandbox("release", DEFAULT_LIMITS.memoryBytes)
-          .then((sandbox) => {
-            // Its spare realm is another slice of idle work (the engine was built off a turn).
-            this.pool.add(sandbox);
-            sandbox.prepareSpareSoon();
-          })
-          .catch(() => {
-            // Out of memory or similar: the pool stays smaller; requests build sandboxes themselves.
-          })
-          .finally(() => {
-            this.refilling = false;
-            this.refill();
-          });
-      });
-    }, delayMs);
-  }
 
   /** Puts a disposed sandbox's engine back in the warm pool if it fits there; false when it is dropped. */
   private recycle(sandbox: WorkerSandbox): boolean {
@@ -394,7 +373,7 @@ export class WorkerHost {
       settings.variant === "release" && settings.limits.memoryBytes === DEFAULT_LIMITS.memoryBytes ? this.pool.take(this.sandboxes.size + 1) : undefined;
     const sandbox = pooled ?? (await this.newSandbox(settings.variant, settings.limits.memoryBytes));
     sandbox.configure(sandboxId, settings);
-    if (pooled) this.refill();
+    if (pooled) this.refiller.request();
     return sandbox;
   }
 

@@ -4,7 +4,7 @@
 // figures it buys are in the mixed-tenancy bench; a burst's recycled engines sharing
 // nothing is checked end to end in test/tenancy/pool-lifecycle.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { BURST_EXTRA_MAX, BURST_WINDOW_MS, WarmPool } from "../../dist/host/worker/warm-pool.js";
+import { BURST_EXTRA_MAX, BURST_WINDOW_MS, REFILL_DELAY_MS, WarmPool, WarmPoolRefill } from "../../dist/host/worker/warm-pool.js";
 
 describe("WarmPool", () => {
   let alive = 0;
@@ -134,5 +134,96 @@ describe("WarmPool", () => {
     expect(warm.offer(50)).toBe(false);
     // Nothing is scheduled any more.
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  describe("refill (WarmPoolRefill)", () => {
+    /** A pool of `size` full, and a refill whose builds are counted; idle work runs at once, builds resolve in a microtask. */
+    const refilled = (size: number) => {
+      const warm = pool(size);
+      for (let i = 0; i < size; i++) warm.add(i);
+      let built = 0;
+      const refill = new WarmPoolRefill(
+        warm,
+        async () => {
+          built++;
+          warm.add(100 + built);
+        },
+        (task) => task(),
+      );
+      return { warm, refill, built: () => built };
+    };
+
+    it("builds nothing while disposes keep giving engines back (a create-run-dispose loop)", async () => {
+      const { warm, refill, built } = refilled(3);
+      // One sandbox at a time, alive 1.45 ms of every 1.65 ms cycle, for 330 ms: the pool is
+      // short most of the time (when each refill timer fires, too), but never for
+      // REFILL_DELAY_MS without a break.
+      for (let cycle = 0; cycle < 200; cycle++) {
+        const engine = warm.take(1)!;
+        refill.request();
+        await vi.advanceTimersByTimeAsync(1.45);
+        expect(warm.offer(engine)).toBe(true);
+        await vi.advanceTimersByTimeAsync(0.2);
+      }
+      expect(built()).toBe(0);
+      expect(dropped).toEqual([]);
+      expect(warm.length).toBe(3);
+    });
+
+    it("tops the pool up once it stays short for REFILL_DELAY_MS, one engine at a time, and then stops", async () => {
+      const { warm, refill, built } = refilled(3);
+      // Two sandboxes bind engines and stay alive.
+      warm.take(1);
+      refill.request();
+      await vi.advanceTimersByTimeAsync(5);
+      warm.take(2);
+      refill.request();
+      await vi.advanceTimersByTimeAsync(REFILL_DELAY_MS - 5 - 1);
+      expect(built()).toBe(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(built()).toBe(1);
+      await vi.advanceTimersByTimeAsync(REFILL_DELAY_MS);
+      expect(built()).toBe(2);
+      expect(warm.length).toBe(3);
+      await vi.advanceTimersByTimeAsync(10 * REFILL_DELAY_MS);
+      expect(built()).toBe(2);
+      expect(vi.getTimerCount()).toBe(0);
+    });
+
+    it("counts the wait from the last time the pool was full, not from the request", async () => {
+      const { warm, refill, built } = refilled(2);
+      const engine = warm.take(1)!;
+      refill.request();
+      await vi.advanceTimersByTimeAsync(10);
+      // Given back and taken again 10 ms into the wait: short since then only.
+      warm.offer(engine);
+      warm.take(1);
+      refill.request();
+      await vi.advanceTimersByTimeAsync(REFILL_DELAY_MS - 1);
+      expect(built()).toBe(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(built()).toBe(1);
+    });
+
+    it("a failed build leaves the pool short and is tried again later", async () => {
+      const warm = pool(1);
+      let attempts = 0;
+      const refill = new WarmPoolRefill(
+        warm,
+        async () => {
+          attempts++;
+          if (attempts === 1) throw new RangeError("out of memory");
+          warm.add(attempts);
+        },
+        (task) => task(),
+      );
+      refill.request(0);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(attempts).toBe(1);
+      expect(warm.length).toBe(0);
+      await vi.advanceTimersByTimeAsync(REFILL_DELAY_MS);
+      expect(attempts).toBe(2);
+      expect(warm.length).toBe(1);
+    });
   });
 });
