@@ -7,12 +7,16 @@
 // Lifetime of its own, and their disposal: the bridge took 78-86 µs of every realm on
 // this VM (42-47 µs this way), and was ~40% of the worker's JavaScript garbage in a
 // create-run-dispose loop (a sampling heap profile). Here the names are written into the
-// engine's memory once per engine instance, and each function is three calls into the
-// engine with no JavaScript object per function.
+// engine's memory once per engine instance, and each function is five calls into the
+// engine (make the function, make its key, set the property, free both holders) with no
+// Lifetime and no copy of its name.
 //
-// Semantics are the library's newFunction(name, fn) and setProp(object, name, fn): the
-// function's host reference lives in the runtime's hostRefs (freed by the engine when
-// the function is collected), and QTS_SetProp duplicates the value it stores.
+// Semantics are the library's newFunction(name, fn) and setProp(object, name, fn): a
+// function named `name`, not a constructor, made with the arguments the library passes
+// (fn.length as its length, which the engine does not apply: both make length 0); its
+// host reference lives in the runtime's hostRefs (freed by the engine when the function
+// is collected); QTS_SetProp duplicates the value it stores. Where the library would store QuickJS's
+// out-of-memory exception as the property's value, this fails with a RangeError.
 import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 import type { EngineInstance } from "./instance.js";
 import { contextPointer, moduleHeap } from "./internals.js";
@@ -26,13 +30,18 @@ interface RawExports {
   _QTS_NewString(ctx: number, text: number): number;
   _QTS_SetProp(ctx: number, object: number, key: number, value: number): void;
   _QTS_FreeValuePointer(ctx: number, value: number): void;
+  _QTS_ResolveException(ctx: number, value: number): number;
 }
 
 interface ContextInternals {
-  runtime: { hostRefs: { put(value: unknown): number; delete(id: number): void } };
+  runtime: { hostRefs: { put(value: unknown): number } };
 }
 
-/** Each engine instance's copies of the names, as NUL-terminated UTF-8 in its memory (never freed: they live as long as it). */
+/**
+ * Each engine instance's copies of the names, as NUL-terminated UTF-8 in its memory, never
+ * freed (they live as long as it): callers pass a fixed set of names (the bridge's), never
+ * names that come from a script or a configuration, which would grow this without bound.
+ */
 const namePointers = new WeakMap<EngineInstance, Map<string, number>>();
 
 function namePointer(engine: EngineInstance, name: string): number {
@@ -42,11 +51,25 @@ function namePointer(engine: EngineInstance, name: string): number {
   if (pointer !== undefined) return pointer;
   const bytes = new TextEncoder().encode(`${name}\0`);
   pointer = moduleHeap(engine.module)._malloc(bytes.length);
-  if (pointer === 0) throw new WebAssembly.RuntimeError("out of memory for a host function's name");
+  if (pointer === 0) throw new RangeError(`out of memory for host function ${name}`);
   // A view made now: the malloc may have grown (and detached) the memory.
   new Uint8Array(engine.memory.buffer, pointer, bytes.length).set(bytes);
   names.set(name, pointer);
   return pointer;
+}
+
+/**
+ * `pointer` as returned by an engine function that makes a value: 0 (no memory for the
+ * JSValue holder) or a JSValue holding the exception (QuickJS's heap at its limit) fail the
+ * realm's build with a RangeError, which the sandbox reports as the memory limit.
+ */
+function ownedOrThrow(raw: RawExports, ctx: number, pointer: number, name: string): number {
+  if (pointer === 0) throw new RangeError(`out of memory for host function ${name}`);
+  const exception = raw._QTS_ResolveException(ctx, pointer);
+  if (exception === 0) return pointer;
+  raw._QTS_FreeValuePointer(ctx, exception);
+  raw._QTS_FreeValuePointer(ctx, pointer);
+  throw new RangeError(`out of memory for host function ${name}`);
 }
 
 /** A new guest object whose property `name` is a host function calling `fn`, for each entry. */
@@ -60,16 +83,16 @@ export function newHostFunctionObject(context: QuickJSContext, engine: EngineIns
     for (const [name, fn] of functions) {
       const nameAt = namePointer(engine, name);
       const refId = hostRefs.put(fn);
-      const value = raw._QTS_NewFunction(ctx, nameAt, 0, 0, refId);
-      if (value === 0) {
-        hostRefs.delete(refId);
-        throw new WebAssembly.RuntimeError(`out of memory for host function ${name}`);
-      }
-      const key = raw._QTS_NewString(ctx, nameAt);
+      // An owned JSValue*: 0 when malloc failed (then the host reference stays: the
+      // function object, if it was made, holds it), or holding QuickJS's exception when its
+      // heap is at the cap (the library stores that value as is; here it fails the build).
+      const value = ownedOrThrow(raw, ctx, raw._QTS_NewFunction(ctx, nameAt, fn.length, 0, refId), name);
+      let key = 0;
       try {
+        key = ownedOrThrow(raw, ctx, raw._QTS_NewString(ctx, nameAt), name);
         raw._QTS_SetProp(ctx, objectPointer, key, value);
       } finally {
-        raw._QTS_FreeValuePointer(ctx, key);
+        if (key !== 0) raw._QTS_FreeValuePointer(ctx, key);
         raw._QTS_FreeValuePointer(ctx, value);
       }
     }

@@ -147,7 +147,16 @@ export class Realm {
     this.context = this.runtime.newContext();
     installLeanCalls(this.context, services.engine);
     const ctx = this.context;
-    const bridge = createBridge(this);
+    let bridge: QuickJSHandle;
+    try {
+      bridge = createBridge(this);
+    } catch (error) {
+      // No room for the bridge (the heap at its cap): nothing of this realm stays in the engine.
+      this.stopTracking();
+      this.context.dispose();
+      this.runtime.dispose();
+      throw error;
+    }
     // Realm preparation is an entry into guest code like any other: under a deadline and
     // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
     // No script has run in the realm yet, so wall time alone bounds it (Budget.wallOnly).

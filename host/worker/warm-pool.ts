@@ -135,10 +135,13 @@ export const REFILL_DELAY_MS = 15;
  * has been short for REFILL_DELAY_MS without a break (WarmPool.shortForMs). In steady use,
  * disposed sandboxes give their engines back (WarmPool.offer: only a fresh realm to
  * build, not a new engine), so new engines are for a pool that stays short. Looking only
- * at the moment the timer fired built an engine in most ~15 ms of a create-run-dispose
- * loop, whose one sandbox was alive most of the time, and the next dispose then dropped
- * one: 20-40 engines built and dropped per worker in 1,000 cycles, and the full GCs they
- * caused (10-25 ms each) were the loop's p99 (docs/performance.md, "Sandbox lifecycle").
+ * at the moment the timer fired found the pool short most times in a create-run-dispose
+ * loop (its one sandbox was alive most of the time): it built an engine, and the next
+ * dispose dropped one (21 builds and 20 drops in ~800 cycles of one worker), and the full
+ * GCs those drops caused (9-24 ms each) were the loop's p99 (docs/performance.md,
+ * "Sandbox lifecycle"). The threshold stays REFILL_DELAY_MS however often the check is
+ * put off: a timer re-armed for what was left of it once let a pool short for 14 ms, then
+ * for ever less, be refilled (a reviewer's repro).
  */
 export class WarmPoolRefill {
   private pending = false;
@@ -150,21 +153,34 @@ export class WarmPoolRefill {
     private readonly whenIdle: (task: () => void) => void,
   ) {}
 
-  /** After a take (or at start, with 0): builds what the pool lacks once it stays short for `delayMs`. */
-  request(delayMs = REFILL_DELAY_MS): void {
+  /** At the worker's start: fills the pool as idle work, without waiting. */
+  start(): void {
+    this.arm(0, 0);
+  }
+
+  /** After a take: builds what the pool lacks once it has stayed short for REFILL_DELAY_MS. */
+  request(): void {
+    this.arm(REFILL_DELAY_MS, REFILL_DELAY_MS);
+  }
+
+  /** Checks after `delayMs` whether the pool has been short for `thresholdMs` without a break; builds one engine if so. */
+  private arm(delayMs: number, thresholdMs: number): void {
     if (this.pending || !this.pool.short) return;
     this.pending = true;
     setTimeout(() => {
-      const wait = delayMs - this.pool.shortForMs();
+      // Full again in between (a dispose gave an engine back): short only since then.
+      const wait = thresholdMs - this.pool.shortForMs();
       if (wait > 0) {
-        // Full again in between (a dispose gave an engine back): short only since then.
         this.pending = false;
-        this.request(wait);
+        this.arm(wait, thresholdMs);
         return;
       }
       this.whenIdle(() => {
-        if (!this.pool.short) {
+        // Idle work may come much later: the pool may have been full again since.
+        const stillWait = thresholdMs - this.pool.shortForMs();
+        if (!this.pool.short || stillWait > 0) {
           this.pending = false;
+          if (this.pool.short) this.arm(stillWait, thresholdMs);
           return;
         }
         this.fill()

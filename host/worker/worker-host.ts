@@ -169,7 +169,7 @@ export class WorkerHost {
    * first (the first sandbox of a process waits for nothing but the thread and its engine).
    */
   start(): void {
-    this.refiller.request(0);
+    this.refiller.start();
     // "ready" in every case: warmPool() waits for it.
     this.warmUp()
       .catch(() => undefined)

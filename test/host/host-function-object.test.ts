@@ -47,9 +47,15 @@ describe("newHostFunctionObject", () => {
       expect(evaluate(ctx, `try { host.refuse(); "no" } catch (e) { e }`)).toBe("refused");
       expect(evaluate(ctx, `try { host.fail(); "no" } catch (e) { e.name + ": " + e.message }`)).toBe("TypeError: bad argument");
       expect(evaluate(ctx, `host["héllo wörld"]()`)).toBe("utf-8 name");
-      // As the library makes them: named, length 0, own enumerable data properties, not constructors.
+      // As the library makes them: named, own enumerable data properties, not constructors,
+      // and of length 0 (the library passes fn.length too; the engine's QTS_NewFunction
+      // makes every host function with length 0, checked against ctx.newFunction below).
       expect(evaluate(ctx, `Object.keys(host).join()`)).toBe("add,note,refuse,fail,héllo wörld");
       expect(evaluate(ctx, `[host.add.name, host["héllo wörld"].name, host.add.length].join()`)).toBe("add,héllo wörld,0");
+      const library = ctx.newFunction("add", (_a, _b) => undefined);
+      ctx.setProp(ctx.global, "libraryAdd", library);
+      library.dispose();
+      expect(evaluate(ctx, `libraryAdd.length + " " + libraryAdd.name`)).toBe("0 add");
       expect(evaluate(ctx, `try { new host.add(1, 2); "constructed" } catch (e) { e.name }`)).toBe("TypeError");
     } finally {
       dispose();
@@ -116,5 +122,36 @@ describe("newHostFunctionObject", () => {
     expect(counts()).toEqual(beforeCalls);
     // A JSValue this module failed to free would make JS_FreeRuntime abort the debug build.
     expect(() => dispose()).not.toThrow();
+  });
+
+  test("at the heap's limit it fails with a RangeError and leaves nothing behind (where the library would store QuickJS's exception as a value)", async () => {
+    const engine = await createEngineInstance(64 * MiB);
+    const { ctx, runtime, dispose } = contextWithHost(engine, [["first", () => undefined]]);
+    const usage = () => {
+      const handle = runtime.computeMemoryUsage();
+      const dumped = ctx.dump(handle) as { obj_count: number; malloc_count: number; malloc_size: number };
+      handle.dispose();
+      return dumped;
+    };
+    const many = Array.from({ length: 500 }, (_, i) => [`fn${i}`, () => undefined] as [string, () => undefined]);
+    // Warm: the names written into the engine, the atoms made once.
+    newHostFunctionObject(ctx, engine, many).dispose();
+    const before = usage();
+    // Room for a few functions, not 500.
+    runtime.setMemoryLimit(before.malloc_size + 4096);
+    try {
+      expect(() => newHostFunctionObject(ctx, engine, many)).toThrow(RangeError);
+      expect(() => newHostFunctionObject(ctx, engine, many)).toThrow(/out of memory for host function fn\d+/);
+    } finally {
+      runtime.setMemoryLimit(-1);
+    }
+    const after = usage();
+    expect([after.obj_count, after.malloc_count]).toEqual([before.obj_count, before.malloc_count]);
+    // The context still works, and so does a new object.
+    const again = newHostFunctionObject(ctx, engine, [["works", () => ctx.newString("yes")]]);
+    ctx.setProp(ctx.global, "again", again);
+    again.dispose();
+    expect(evaluate(ctx, `again.works()`)).toBe("yes");
+    dispose();
   });
 });

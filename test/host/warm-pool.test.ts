@@ -205,6 +205,71 @@ describe("WarmPool", () => {
       expect(built()).toBe(1);
     });
 
+    it("the wait stays REFILL_DELAY_MS however often the pool is refilled in between", async () => {
+      const { warm, refill, built } = refilled(2);
+      let engine = warm.take(1)!;
+      refill.request();
+      // Given back and taken again at 14 and 28 ms: short for 14 ms at most each time.
+      for (const at of [14, 28]) {
+        await vi.advanceTimersByTimeAsync(at - (at === 14 ? 0 : 14));
+        warm.offer(engine);
+        engine = warm.take(1)!;
+        refill.request();
+      }
+      await vi.advanceTimersByTimeAsync(REFILL_DELAY_MS - 1);
+      expect(built()).toBe(0);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(built()).toBe(1);
+    });
+
+    it("builds nothing in a loop whose cycles vary in length, however the timers fall", async () => {
+      const { warm, refill, built } = refilled(3);
+      // 2,000 cycles of one sandbox at a time, alive 0.5-14.5 ms and gone 0.05-0.55 ms (a fixed
+      // sequence): never short for REFILL_DELAY_MS without a break.
+      let seed = 12345;
+      const next = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+      for (let cycle = 0; cycle < 2000; cycle++) {
+        const engine = warm.take(1)!;
+        refill.request();
+        await vi.advanceTimersByTimeAsync(0.5 + 14 * next());
+        warm.offer(engine);
+        await vi.advanceTimersByTimeAsync(0.05 + 0.5 * next());
+      }
+      expect(built()).toBe(0);
+      expect(dropped).toEqual([]);
+    });
+
+    it("idle work that runs late checks the wait again: a pool full in between is not refilled yet", async () => {
+      const warm = pool(2);
+      for (let i = 0; i < 2; i++) warm.add(i);
+      let built = 0;
+      const idle: (() => void)[] = [];
+      const refill = new WarmPoolRefill(
+        warm,
+        async () => void warm.add(100 + ++built),
+        (task) => void idle.push(task),
+      );
+      const engine = warm.take(1)!;
+      refill.request();
+      await vi.advanceTimersByTimeAsync(REFILL_DELAY_MS);
+      // The check passed and queued its idle work; the worker is busy, and meanwhile a
+      // dispose gives the engine back and a new sandbox takes it again.
+      expect(idle).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(5);
+      warm.offer(engine);
+      warm.take(1);
+      await vi.advanceTimersByTimeAsync(2);
+      idle.shift()!();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(built).toBe(0);
+      // Short without a break since then: built once REFILL_DELAY_MS have passed.
+      await vi.advanceTimersByTimeAsync(REFILL_DELAY_MS - 2);
+      expect(idle).toHaveLength(1);
+      idle.shift()!();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(built).toBe(1);
+    });
+
     it("a failed build leaves the pool short and is tried again later", async () => {
       const warm = pool(1);
       let attempts = 0;
@@ -217,7 +282,7 @@ describe("WarmPool", () => {
         },
         (task) => task(),
       );
-      refill.request(0);
+      refill.start();
       await vi.advanceTimersByTimeAsync(0);
       expect(attempts).toBe(1);
       expect(warm.length).toBe(0);
