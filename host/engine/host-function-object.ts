@@ -15,8 +15,12 @@
 // function named `name`, not a constructor, made with the arguments the library passes
 // (fn.length as its length, which the engine does not apply: both make length 0); its
 // host reference lives in the runtime's hostRefs (freed by the engine when the function
-// is collected); QTS_SetProp duplicates the value it stores. Where the library would store QuickJS's
-// out-of-memory exception as the property's value, this fails with a RangeError.
+// is collected); QTS_SetProp duplicates the value it stores. Where the library would store
+// QuickJS's out-of-memory exception as the property's value, this fails with a RangeError.
+// Not checked, as in the library: QTS_SetProp's own failure (it returns nothing), the name
+// QTS_NewFunction sets, and an exception whose holder QTS_ResolveException could not
+// malloc (then read as no exception). Each needs the heap at its cap in the few bytes
+// between two checks; a realm is only built with room for one (acquireRealm).
 import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 import type { EngineInstance } from "./instance.js";
 import { contextPointer, moduleHeap } from "./internals.js";

@@ -144,19 +144,15 @@ export class Realm {
     this.stopTracking = tracking.attach(this.runtime, (_ctx, promiseBits, reasonBits, handled) =>
       this.onRejection(promiseBits, reasonBits, handled),
     );
-    this.context = this.runtime.newContext();
-    installLeanCalls(this.context, services.engine);
-    const ctx = this.context;
     let bridge: QuickJSHandle;
     try {
+      this.context = this.runtime.newContext();
+      installLeanCalls(this.context, services.engine);
       bridge = createBridge(this);
     } catch (error) {
-      // No room for the bridge (the heap at its cap): nothing of this realm stays in the engine.
-      this.stopTracking();
-      this.context.dispose();
-      this.runtime.dispose();
-      throw error;
+      this.freeUnprepared(error);
     }
+    const ctx = this.context;
     // Realm preparation is an entry into guest code like any other: under a deadline and
     // the watchdog (it runs only our own code, but on the worker every other sandbox shares).
     // No script has run in the realm yet, so wall time alone bounds it (Budget.wallOnly).
@@ -206,6 +202,25 @@ export class Realm {
 
   get alive(): boolean {
     return this.dead === null;
+  }
+
+  /**
+   * A realm whose context or bridge could not be made (the heap at its cap): frees what was
+   * made, so nothing of it stays in the engine, and throws `error`. If freeing fails too
+   * (QuickJS aborts freeing a runtime that still holds an object, which a failure halfway
+   * through making a function can leave), the engine is unusable: a RuntimeError that
+   * keeps the first failure's message (the sandbox is then poisoned, and says why).
+   */
+  private freeUnprepared(error: unknown): never {
+    try {
+      this.stopTracking();
+      (this.context as QuickJSContext | undefined)?.dispose();
+      this.runtime.dispose();
+    } catch (cleanup) {
+      const first = error instanceof Error ? error.message : String(error);
+      throw new WebAssembly.RuntimeError(`${first}; then freeing the unprepared realm failed: ${(cleanup as Error).message}`);
+    }
+    throw error;
   }
 
   /**

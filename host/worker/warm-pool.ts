@@ -141,7 +141,9 @@ export const REFILL_DELAY_MS = 15;
  * GCs those drops caused (9-24 ms each) were the loop's p99 (docs/performance.md,
  * "Sandbox lifecycle"). The threshold stays REFILL_DELAY_MS however often the check is
  * put off: a timer re-armed for what was left of it once let a pool short for 14 ms, then
- * for ever less, be refilled (a reviewer's repro).
+ * for ever less, be refilled (a reviewer's repro). A build that fails (no memory for a new
+ * instance) is tried again REFILL_DELAY_MS later while the pool stays short, without
+ * backing off, as before this class: each attempt fails fast, as idle work.
  */
 export class WarmPoolRefill {
   private pending = false;
@@ -183,7 +185,9 @@ export class WarmPoolRefill {
           if (this.pool.short) this.arm(stillWait, thresholdMs);
           return;
         }
-        this.fill()
+        // (A fill that threw at once, instead of rejecting, would otherwise stop refills for good.)
+        Promise.resolve()
+          .then(this.fill)
           .catch(() => undefined)
           .finally(() => {
             this.pending = false;

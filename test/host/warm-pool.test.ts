@@ -137,6 +137,8 @@ describe("WarmPool", () => {
   });
 
   describe("refill (WarmPoolRefill)", () => {
+    // WarmPool.shortForMs reads performance.now(), which vi.useFakeTimers() fakes along with
+    // the timers (its default toFake), so these tests run on one clock.
     /** A pool of `size` full, and a refill whose builds are counted; idle work runs at once, builds resolve in a microtask. */
     const refilled = (size: number) => {
       const warm = pool(size);
@@ -268,6 +270,27 @@ describe("WarmPool", () => {
       idle.shift()!();
       await vi.advanceTimersByTimeAsync(0);
       expect(built).toBe(1);
+    });
+
+    it("a fill that throws at once (instead of rejecting) does not stop later refills", async () => {
+      const warm = pool(1);
+      let attempts = 0;
+      const refill = new WarmPoolRefill(
+        warm,
+        () => {
+          attempts++;
+          if (attempts === 1) throw new RangeError("thrown, not rejected");
+          warm.add(attempts);
+          return Promise.resolve();
+        },
+        (task) => task(),
+      );
+      refill.start();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(attempts).toBe(1);
+      await vi.advanceTimersByTimeAsync(REFILL_DELAY_MS);
+      expect(attempts).toBe(2);
+      expect(warm.length).toBe(1);
     });
 
     it("a failed build leaves the pool short and is tried again later", async () => {
