@@ -63,11 +63,11 @@ export class WarmPool<T> {
    * drop an engine instead (in a create-run-dispose loop, a build and a drop every few
    * cycles, and a full GC per 32 MiB dropped: engine-gc.ts).
    */
-  shortForMs(now = performance.now()): number {
-    return this.shortSince === null ? 0 : now - this.shortSince;
+  shortForMs(): number {
+    return this.shortSince === null ? 0 : performance.now() - this.shortSince;
   }
 
-  /** Keeps `shortSince` true after every change of length. */
+  /** Keeps `shortSince` right after every change of length. */
   private noteLength(): void {
     if (this.items.length >= this.size) this.shortSince = null;
     else this.shortSince ??= performance.now();

@@ -242,7 +242,6 @@ export class WorkerHost {
     }
   }
 
-
   /** Puts a disposed sandbox's engine back in the warm pool if it fits there; false when it is dropped. */
   private recycle(sandbox: WorkerSandbox): boolean {
     const engine = sandbox.engine;
