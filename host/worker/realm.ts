@@ -169,11 +169,19 @@ export class Realm {
           factory.dispose();
           require.dispose();
         }
-        return { factory, require, exports: made.unwrap() };
+        // unwrapResult frees a failure's error value (unwrap() would throw the handle itself).
+        return { factory, require, exports: ctx.unwrapResult(made) };
       });
     } catch (error) {
       const stoppedBy = this.guard.interruptedBy;
-      if (stoppedBy === null) throw error;
+      if (stoppedBy === null) {
+        // The engine failed (a trap): nothing more is done in it; the sandbox is poisoned.
+        if (error instanceof WebAssembly.RuntimeError) throw error;
+        // Our own core failed to evaluate (its heap at the cap): free the realm like one
+        // whose bridge could not be made.
+        bridge.dispose();
+        this.freeUnprepared(error);
+      }
       // Interrupted in plain code, with no job queued: QuickJS frees such a runtime
       // cleanly (see freeable), and nothing of it is left behind in the engine.
       bridge.dispose();
@@ -209,7 +217,9 @@ export class Realm {
    * made, so nothing of it stays in the engine, and throws `error`. If freeing fails too
    * (QuickJS aborts freeing a runtime that still holds an object, which a failure halfway
    * through making a function can leave), the engine is unusable: a RuntimeError that
-   * keeps the first failure's message (the sandbox is then poisoned, and says why).
+   * keeps the first failure's message. A run's realm then poisons the sandbox with that
+   * message; a spare realm's failure is dropped (best effort, WorkerSandbox.prepareSpareSoon)
+   * and the next realm the sandbox asks for fails on the aborted engine and poisons it.
    */
   private freeUnprepared(error: unknown): never {
     try {

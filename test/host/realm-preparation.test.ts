@@ -1,9 +1,10 @@
 // A realm whose bridge cannot be made (the heap at its cap: host/engine/host-function-object.ts
-// fails with a RangeError) must leave nothing of itself in the engine, and if freeing it
-// fails too (QuickJS aborts freeing a runtime that still holds an object), the error must
-// say both what failed first and that the engine is gone (a RuntimeError, which poisons the
-// sandbox). The heap cannot be brought to its cap at exactly that point from a script, so
-// the bridge's maker is replaced here by one that fails on demand.
+// fails with a RangeError), or whose guest core fails to evaluate, must leave nothing of
+// itself in the engine, and if freeing it fails too (QuickJS aborts freeing a runtime that
+// still holds an object), the error must say both what failed first and that the engine
+// is gone (a RuntimeError, which poisons the sandbox). The heap cannot be brought to its
+// cap at exactly that point from a script, so the bridge's maker is replaced here by one
+// that fails on demand, and the core by one that throws.
 import { describe, expect, test, vi } from "vitest";
 import { createEngineInstance } from "../../host/engine/instance.js";
 import { findTrackerFieldOffset, RejectionTracking } from "../../host/engine/rejection-tracker.js";
@@ -83,5 +84,23 @@ describe("a realm whose bridge cannot be made", () => {
     }
     expect(thrown).toBeInstanceOf(WebAssembly.RuntimeError);
     expect((thrown as Error).message).toMatch(/^out of memory for host function fetch; then freeing the unprepared realm failed: /);
+  });
+
+  test("a guest core that fails to evaluate frees the realm as well: 300 such failures leave the engine's memory where it was", async () => {
+    const services = await realmServices();
+    // A core that throws when it runs, read from source every time (no bytecode cache: the
+    // cache is shared by the thread's engines and keyed by the module's name).
+    const bundle = Object.create(services.bundle, {
+      source: { value: (name: string) => (name === "core" ? "(function (require) { throw new RangeError('the core ran out of room') })" : services.bundle.source(name)) },
+    }) as RealmServices["bundle"];
+    const failing: RealmServices = { ...services, bundle, engine: { ...services.engine, bytecode: null } };
+    expect(() => new Realm(failing)).toThrow(/the core ran out of room/);
+    const memoryBefore = services.engine.memory.buffer.byteLength;
+    // A runtime, context and bridge left behind would be ~100 KB each: 300 of them would grow the memory.
+    for (let i = 0; i < 300; i++) expect(() => new Realm(failing)).toThrow(/the core ran out of room/);
+    expect(services.engine.memory.buffer.byteLength).toBe(memoryBefore);
+    const realm = new Realm(services);
+    expect(realm.context.unwrapResult(realm.context.evalCode("6 * 7")).consume((value) => realm.context.getNumber(value))).toBe(42);
+    realm.dispose();
   });
 });
