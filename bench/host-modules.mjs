@@ -12,7 +12,7 @@
 import { loadavg } from "node:os";
 import { Worker } from "node:worker_threads";
 import { bareEngine } from "./bare-quickjs.mjs";
-import { median, percentile, rateSpread } from "./stats.mjs";
+import { median, rateSpread, spread } from "./stats.mjs";
 
 const distIndex = new URL("../dist/src/index.js", import.meta.url).href;
 const threadCpu = new URL("../dist/host/thread-cpu.js", import.meta.url).href;
@@ -24,7 +24,7 @@ function check(result) {
 
 /** Percentiles, and the 1-min load average when they were taken. */
 function summary(times) {
-  return { p50: median(times), p90: percentile(times, 90), p99: percentile(times, 99), n: times.length, load: loadavg()[0] };
+  return { ...spread(times), load: loadavg()[0] };
 }
 
 /** Per-call times from arrival timestamps (drops the first calls, which warm up). */

@@ -21,7 +21,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
-import { percentile } from "./stats.mjs";
+import { spread } from "./stats.mjs";
 
 const SOURCE = "export default () => 1 + 1";
 const WAIT_50 = "export default () => new Promise((resolve) => setTimeout(() => resolve(1), 50))";
@@ -32,10 +32,6 @@ const GAP_MS = 100;
 const distIndex = process.env.SCRIPTBOX_BENCH_DIST
   ? new URL(process.env.SCRIPTBOX_BENCH_DIST, `file://${process.cwd()}/`).href
   : new URL("../dist/src/index.js", import.meta.url).href;
-
-export function pcts(values) {
-  return { p50: percentile(values, 50), p90: percentile(values, 90), p99: percentile(values, 99), n: values.length };
-}
 
 function check(result) {
   if (!result.ok) throw new Error(`sandbox run failed: ${result.error.kind}: ${result.error.message}`);
@@ -78,7 +74,7 @@ async function cycleScenario(samples) {
     for (let i = 0; i < BLOCK; i++) await timed(bareLoaded, bareCycle);
     await sleep(IDLE_PAUSE_MS);
   }
-  return { bare: pcts(bare), backToBack: pcts(backToBack), idle: pcts(idle), bareLoaded: pcts(bareLoaded) };
+  return { bare: spread(bare), backToBack: spread(backToBack), idle: spread(idle), bareLoaded: spread(bareLoaded) };
 }
 
 /** One burst: `start(i)` for BURST items at once; time to the first and to the last result. */
@@ -127,7 +123,7 @@ async function burstScenario(rounds) {
       await sleep(300); // the workers refill their warm pools between bursts
     }
   }
-  const summary = (x) => ({ first: pcts(x.first), all: pcts(x.all), each: pcts(x.each) });
+  const summary = (x) => ({ first: spread(x.first), all: spread(x.all), each: spread(x.each) });
   return { burst: BURST, rounds, ours: summary(ours), vm: summary(floor) };
 }
 
@@ -201,8 +197,8 @@ export async function benchLifecycle({ quick = false } = {}) {
   return {
     cycle,
     bursts,
-    first: Object.fromEntries(Object.entries(first).map(([mode, values]) => [mode, pcts(values)])),
-    importMs: pcts(importMs),
+    first: Object.fromEntries(Object.entries(first).map(([mode, values]) => [mode, spread(values)])),
+    importMs: spread(importMs),
     warmSkipped,
     gapMs: GAP_MS,
   };

@@ -19,15 +19,11 @@ import { spawn } from "node:child_process";
 import { availableParallelism, loadavg } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Worker } from "node:worker_threads";
-import { percentile } from "./stats.mjs";
+import { spread } from "./stats.mjs";
 
 const distIndex = new URL("../dist/src/index.js", import.meta.url).href;
 const PLUGIN = "let calls = 0; export function onEvent(n) { calls++; return n + 1; }";
 const BLOCK = 250;
-
-function summary(times) {
-  return { p50: percentile(times, 50), p90: percentile(times, 90), p99: percentile(times, 99), n: times.length };
-}
 
 /** Runs `body` while `count` child processes spin on the CPU; kills them however it ends. */
 async function withCpuHogs(count, body) {
@@ -87,7 +83,7 @@ async function measure(createSandbox, samples) {
         }
       }
     }
-    return { ours: summary(ours), echo: summary(base), floor: summary(floor), load: Math.max(load, loadavg()[0]) };
+    return { ours: spread(ours), echo: spread(base), floor: spread(floor), load: Math.max(load, loadavg()[0]) };
   } finally {
     await worker.terminate();
     await ponger.terminate();

@@ -299,16 +299,16 @@ await section("webapis", "Web APIs computed by the host (issue 13): each operati
   const { benchWebApis } = await import("./webapis.mjs");
   const r = await benchWebApis({ quick });
   const pct = (x) => `p50 ${formatMs(x.p50)}, p90 ${formatMs(x.p90)}, p99 ${formatMs(x.p99)}`;
-  const rows = [["an empty awaited op (the timing loop's own cost)", formatMs(r.empty.p50), "", "", `${pct(r.empty)}, n=${r.empty.samples}`]];
+  const rows = [["an empty awaited op (the timing loop's own cost)", formatMs(r.empty.p50), "", "", `${pct(r.empty)}, n=${r.empty.n}`]];
   for (const [figure, x, baseline] of [
     ["crypto.subtle.sign HMAC-SHA-256, 1 KiB", r.hmac1k, "node:crypto createHmac"],
     ["crypto.subtle.digest SHA-256, 1 MiB", r.digest1m, "node:crypto createHash"],
     ["Intl.NumberFormat#format (cached formatter)", r.intlFormat, "host Intl"],
   ]) {
-    rows.push([figure, formatMs(x.ours.p50), `${formatMs(x.host.p50)} (${baseline})`, ratio(x.ours.p50, x.host.p50), `ours ${pct(x.ours)}; host ${pct(x.host)}; n=${x.ours.samples}`]);
+    rows.push([figure, formatMs(x.ours.p50), `${formatMs(x.host.p50)} (${baseline})`, ratio(x.ours.p50, x.host.p50), `ours ${pct(x.ours)}; host ${pct(x.host)}; n=${x.ours.n}`]);
     md(`${figure} (p50 / p90 / p99)`, formatSpread(x.ours), `${formatSpread(x.host)} (${baseline})`, ratio(x.ours.p50, x.host.p50), "");
   }
-  rows.push(["performance.now()", formatMs(r.now.p50), "", "", `${pct(r.now)}, n=${r.now.samples}`]);
+  rows.push(["performance.now()", formatMs(r.now.p50), "", "", `${pct(r.now)}, n=${r.now.n}`]);
   for (const line of table(["figure", "in the sandbox (p50)", "host directly (p50)", "ratio", "note"], rows)) out(line);
   out("Timed in the guest with performance.now() (5 µs steps): figures below ~10 µs are at the clock's resolution.");
 });

@@ -4,7 +4,7 @@
 // directly by node:crypto / Intl on this thread: the floor, measured in the same run.
 import { createHash, createHmac } from "node:crypto";
 import { createSandbox } from "../dist/src/index.js";
-import { percentile, sample } from "./stats.mjs";
+import { sample, spread } from "./stats.mjs";
 
 const PLUGIN = `
 const key = await crypto.subtle.importKey("raw", new TextEncoder().encode("bench-key"), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
@@ -30,10 +30,6 @@ export async function time(name, n) {
 }
 `;
 
-function summary(times) {
-  return { p50: percentile(times, 50), p90: percentile(times, 90), p99: percentile(times, 99), samples: times.length };
-}
-
 export async function benchWebApis({ quick = false } = {}) {
   const samples = quick ? 200 : 2000;
   const warmup = quick ? 50 : 300;
@@ -42,12 +38,12 @@ export async function benchWebApis({ quick = false } = {}) {
     const plugin = await sandbox.load(PLUGIN, { filename: "webapis-bench.js" });
     const guest = async (name, n = samples) => {
       await plugin.call("time", name, warmup);
-      return summary(await plugin.call("time", name, n));
+      return spread(await plugin.call("time", name, n));
     };
     const kilobyte = Buffer.alloc(1024, 7);
     const megabyte = Buffer.alloc(1024 * 1024, 7);
     const hostFormat = new Intl.NumberFormat("en", { maximumFractionDigits: 2 });
-    const host = async (op, n = samples) => summary(await sample(op, { warmup, samples: n }));
+    const host = async (op, n = samples) => spread(await sample(op, { warmup, samples: n }));
     const few = Math.max(50, samples / 10);
     return {
       empty: await guest("empty"),
