@@ -22,63 +22,19 @@
 // malloc (then read as no exception). Each needs the heap at its cap in the few bytes
 // between two checks; a realm is only built with room for one (acquireRealm).
 import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
+import { namePointer, ownedOrThrow, rawExports } from "./fixed-names.js";
 import type { EngineInstance } from "./instance.js";
-import { contextPointer, moduleHeap } from "./internals.js";
+import { contextPointer } from "./internals.js";
 
 type HostFunction = (this: QuickJSHandle, ...args: QuickJSHandle[]) => unknown;
-
-/** The engine's exports these calls use (the functions quickjs-emscripten's ffi wraps with cwrap). */
-interface RawExports {
-  _malloc(bytes: number): number;
-  _QTS_NewFunction(ctx: number, name: number, length: number, isConstructor: number, hostRefId: number): number;
-  _QTS_NewString(ctx: number, text: number): number;
-  _QTS_SetProp(ctx: number, object: number, key: number, value: number): void;
-  _QTS_FreeValuePointer(ctx: number, value: number): void;
-  _QTS_ResolveException(ctx: number, value: number): number;
-}
 
 interface ContextInternals {
   runtime: { hostRefs: { put(value: unknown): number } };
 }
 
-/**
- * Each engine instance's copies of the names, as NUL-terminated UTF-8 in its memory, never
- * freed (they live as long as it): callers pass a fixed set of names (the bridge's), never
- * names that come from a script or a configuration, which would grow this without bound.
- */
-const namePointers = new WeakMap<EngineInstance, Map<string, number>>();
-
-function namePointer(engine: EngineInstance, name: string): number {
-  let names = namePointers.get(engine);
-  if (names === undefined) namePointers.set(engine, (names = new Map()));
-  let pointer = names.get(name);
-  if (pointer !== undefined) return pointer;
-  const bytes = new TextEncoder().encode(`${name}\0`);
-  pointer = moduleHeap(engine.module)._malloc(bytes.length);
-  if (pointer === 0) throw new RangeError(`out of memory for host function ${name}`);
-  // A view made now: the malloc may have grown (and detached) the memory.
-  new Uint8Array(engine.memory.buffer, pointer, bytes.length).set(bytes);
-  names.set(name, pointer);
-  return pointer;
-}
-
-/**
- * `pointer` as returned by an engine function that makes a value: 0 (no memory for the
- * JSValue holder) or a JSValue holding the exception (QuickJS's heap at its limit) fail the
- * realm's build with a RangeError, which the sandbox reports as the memory limit.
- */
-function ownedOrThrow(raw: RawExports, ctx: number, pointer: number, name: string): number {
-  if (pointer === 0) throw new RangeError(`out of memory for host function ${name}`);
-  const exception = raw._QTS_ResolveException(ctx, pointer);
-  if (exception === 0) return pointer;
-  raw._QTS_FreeValuePointer(ctx, exception);
-  raw._QTS_FreeValuePointer(ctx, pointer);
-  throw new RangeError(`out of memory for host function ${name}`);
-}
-
 /** A new guest object whose property `name` is a host function calling `fn`, for each entry. */
 export function newHostFunctionObject(context: QuickJSContext, engine: EngineInstance, functions: Iterable<readonly [string, HostFunction]>): QuickJSHandle {
-  const raw = moduleHeap(engine.module) as unknown as RawExports;
+  const raw = rawExports(engine);
   const { hostRefs } = (context as unknown as ContextInternals).runtime;
   const ctx = contextPointer(context);
   const object = context.newObject();
@@ -90,10 +46,10 @@ export function newHostFunctionObject(context: QuickJSContext, engine: EngineIns
       // An owned JSValue*: 0 when malloc failed (then the host reference stays: the
       // function object, if it was made, holds it), or holding QuickJS's exception when its
       // heap is at the cap (the library stores that value as is; here it fails the build).
-      const value = ownedOrThrow(raw, ctx, raw._QTS_NewFunction(ctx, nameAt, fn.length, 0, refId), name);
+      const value = ownedOrThrow(raw, ctx, raw._QTS_NewFunction(ctx, nameAt, fn.length, 0, refId), "host function", name);
       let key = 0;
       try {
-        key = ownedOrThrow(raw, ctx, raw._QTS_NewString(ctx, nameAt), name);
+        key = ownedOrThrow(raw, ctx, raw._QTS_NewString(ctx, nameAt), "host function", name);
         raw._QTS_SetProp(ctx, objectPointer, key, value);
       } finally {
         if (key !== 0) raw._QTS_FreeValuePointer(ctx, key);

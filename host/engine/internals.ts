@@ -36,10 +36,11 @@ function contextFfi(context: QuickJSContext): FfiSubset {
  */
 export function dupValueAt(context: QuickJSContext, valuePointer: number): QuickJSHandle {
   const ownedPointer = contextFfi(context).QTS_DupValuePointer(contextPointer(context), valuePointer);
-  return heapValueHandle(context, ownedPointer);
+  return ownedHandle(context, ownedPointer);
 }
 
-function heapValueHandle(context: QuickJSContext, ownedPointer: number): QuickJSHandle {
+/** A handle owning the JSValue* `ownedPointer` (freed when the handle is disposed), as the library makes them. */
+export function ownedHandle(context: QuickJSContext, ownedPointer: number): QuickJSHandle {
   const memory = (context as unknown as { memory: { heapValueHandle(ptr: number): QuickJSHandle } }).memory;
   return memory.heapValueHandle(ownedPointer);
 }
@@ -53,9 +54,9 @@ export function wrapValuePointer(context: QuickJSContext, ownedPointer: number):
   const errorPointer = ffi.QTS_ResolveException(contextPointer(context), ownedPointer);
   if (errorPointer) {
     ffi.QTS_FreeValuePointer(contextPointer(context), ownedPointer);
-    return { error: heapValueHandle(context, errorPointer) };
+    return { error: ownedHandle(context, errorPointer) };
   }
-  return { value: heapValueHandle(context, ownedPointer) };
+  return { value: ownedHandle(context, ownedPointer) };
 }
 
 /** Address of the JSValue a handle points to (handles wrap JSValue* pointers). */

@@ -12,6 +12,7 @@ import { performance } from "node:perf_hooks";
 import type { EngineInstance } from "../engine/instance.js";
 import { canAllocate, canCompile, canMoveBytes, canMoveString } from "../engine/headroom.js";
 import { dupValueAt, handleValuePointer } from "../engine/internals.js";
+import { readOwnProps } from "../engine/own-props.js";
 import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
 import { installLeanCalls } from "../engine/lean-calls.js";
 import { canLoadLibraryCode, evalLibraryCode } from "../engine/bytecode.js";
@@ -54,17 +55,9 @@ export interface RealmServices {
   poisoned(reason: string): void;
 }
 
-interface Hooks {
-  dispatchTimer: QuickJSHandle;
-  serialize: QuickJSHandle;
-  deserialize: QuickJSHandle;
-  describeError: QuickJSHandle;
-  makeError: QuickJSHandle;
-  stringify: QuickJSHandle;
-  exportNames: QuickJSHandle;
-  preload: QuickJSHandle;
-  usedModules: QuickJSHandle;
-}
+/** The guest core's hooks the host calls (guest-lib/core/index.ts). */
+const HOOK_NAMES = ["dispatchTimer", "serialize", "deserialize", "describeError", "makeError", "stringify", "exportNames", "preload", "usedModules"] as const;
+type Hooks = Record<(typeof HOOK_NAMES)[number], QuickJSHandle>;
 
 /** A run's value as the host holds it: read directly (primitives) or encoded by the guest. */
 type Captured = { direct: unknown } | { json: string; buffers: Uint8Array[] };
@@ -192,20 +185,23 @@ export class Realm {
     }
     const { factory, require, exports } = prepared;
     this.guard.reset();
-    const hooks = ctx.getProp(exports, "hooks");
-    const hook = (name: keyof Hooks) => ctx.getProp(hooks, name);
-    this.hooks = {
-      dispatchTimer: hook("dispatchTimer"),
-      serialize: hook("serialize"),
-      deserialize: hook("deserialize"),
-      describeError: hook("describeError"),
-      makeError: hook("makeError"),
-      stringify: hook("stringify"),
-      exportNames: hook("exportNames"),
-      preload: hook("preload"),
-      usedModules: hook("usedModules"),
-    };
-    for (const handle of [hooks, exports, require, factory, bridge]) handle.dispose();
+    let hooks: Hooks;
+    try {
+      // Read with fixed keys written into the engine once (host/engine/own-props.ts): the
+      // library's getProp made each key anew, ten per realm.
+      const { hooks: hooksObject } = readOwnProps(ctx, engine, exports, ["hooks"]);
+      try {
+        hooks = readOwnProps(ctx, engine, hooksObject, HOOK_NAMES);
+      } finally {
+        hooksObject.dispose();
+      }
+    } catch (error) {
+      // No room to read them (the heap at its cap): free the realm like a failed core.
+      for (const handle of [exports, require, factory, bridge]) handle.dispose();
+      this.freeUnprepared(error);
+    }
+    this.hooks = hooks;
+    for (const handle of [exports, require, factory, bridge]) handle.dispose();
   }
 
   get alive(): boolean {

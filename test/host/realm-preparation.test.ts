@@ -1,5 +1,6 @@
 // A realm whose bridge cannot be made (the heap at its cap: host/engine/host-function-object.ts
-// fails with a RangeError), or whose guest core fails to evaluate, must leave nothing of
+// fails with a RangeError), whose guest core fails to evaluate, or whose core's hooks cannot
+// be read (host/engine/own-props.ts, the same), must leave nothing of
 // itself in the engine, and if freeing it fails too (QuickJS aborts freeing a runtime that
 // still holds an object), the error must say both what failed first and that the engine
 // is gone (a RuntimeError, which poisons the sandbox). The heap cannot be brought to its
@@ -98,6 +99,22 @@ describe("a realm whose bridge cannot be made", () => {
     const memoryBefore = services.engine.memory.buffer.byteLength;
     // A runtime, context and bridge left behind would be ~100 KB each: 300 of them would grow the memory.
     for (let i = 0; i < 300; i++) expect(() => new Realm(failing)).toThrow(/the core ran out of room/);
+    expect(services.engine.memory.buffer.byteLength).toBe(memoryBefore);
+    const realm = new Realm(services);
+    expect(realm.context.unwrapResult(realm.context.evalCode("6 * 7")).consume((value) => realm.context.getNumber(value))).toBe(42);
+    realm.dispose();
+  });
+
+  test("a core whose hooks cannot be read (host/engine/own-props.ts fails) frees the realm as well: 300 such failures leave the engine's memory where it was", async () => {
+    const services = await realmServices();
+    // The read fails as it would at the heap's cap: the core evaluated, its exports made.
+    const bundle = Object.create(services.bundle, {
+      source: { value: (name: string) => (name === "core" ? "(function (require) { return { hooks: { get serialize() { throw new Error('unreadable') } } } })" : services.bundle.source(name)) },
+    }) as RealmServices["bundle"];
+    const failing: RealmServices = { ...services, bundle, engine: { ...services.engine, bytecode: null } };
+    expect(() => new Realm(failing)).toThrow(/out of memory for the value of serialize/);
+    const memoryBefore = services.engine.memory.buffer.byteLength;
+    for (let i = 0; i < 300; i++) expect(() => new Realm(failing)).toThrow(RangeError);
     expect(services.engine.memory.buffer.byteLength).toBe(memoryBefore);
     const realm = new Realm(services);
     expect(realm.context.unwrapResult(realm.context.evalCode("6 * 7")).consume((value) => realm.context.getNumber(value))).toBe(42);
