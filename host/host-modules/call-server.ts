@@ -7,7 +7,7 @@
 // before the request goes out and closed when its answer is back: closing aborts the
 // call context's signal, and answers to calls of a closed activation are dropped.
 import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
-import { inspect } from "node:util";
+import { inspect, types } from "node:util";
 import { AdaptivePoll } from "../adaptive-poll.js";
 import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
 import type { HostFunctionEntry } from "./declaration.js";
@@ -83,27 +83,81 @@ function abortReason(): Error {
 
 let nextToken = 1;
 
-function describeThrown(value: unknown): string {
+/** `value instanceof type`, false where asking throws (a revoked Proxy, a throwing getPrototypeOf trap). */
+function isInstance(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
   try {
-    return inspect(value, { depth: 1, breakLength: Infinity });
+    return value instanceof type;
   } catch {
-    return "a value that could not be formatted";
+    return false;
   }
 }
 
-/** What the guest sees for an error thrown (or a rejection) by host function `label`. */
+/** A string property of a value the embedder threw, or null (absent, not a string, or reading it threw). */
+function stringProperty(value: object, key: "name" | "message"): string | null {
+  try {
+    const read = (value as Record<string, unknown>)[key];
+    return typeof read === "string" ? read : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What a thrown non-Error says in the guest. A primitive as `util.inspect` writes it; an
+ * object only as its `message` when that is a string: formatting its fields (a plain object
+ * of connection settings, a library's error record) would hand the guest whatever the
+ * embedder's code happened to put in it.
+ */
+function describeThrown(value: unknown): string {
+  if ((typeof value !== "object" && typeof value !== "function") || value === null) return inspect(value, { breakLength: Infinity, maxStringLength: MAX_ERROR_MESSAGE });
+  const message = stringProperty(value, "message");
+  const kind = typeof value === "function" ? "function" : "object";
+  return message === null ? `a non-Error ${kind}` : `a non-Error ${kind}: ${message}`;
+}
+
+/**
+ * What the guest sees for an error thrown (or a rejection) by host function `label`: a
+ * name and a message, never the host's stack. An Error of another realm (one a node:vm
+ * context made) is an Error too, recognised by util.types.isNativeError where instanceof
+ * fails. Nothing here may throw, whatever the value (a revoked Proxy makes instanceof and
+ * every property read throw): it runs in the embedder's message handlers.
+ */
 export function failureOf(error: unknown, label: string): HostCallFailure {
-  if (!(error instanceof Error)) return { name: "Error", message: `${label} threw ${describeThrown(error)}`.slice(0, MAX_ERROR_MESSAGE) };
-  const name = error instanceof TypeError ? "TypeError" : error instanceof RangeError ? "RangeError" : "Error";
+  const ofThisRealm = isInstance(error, Error);
+  if (!ofThisRealm && !types.isNativeError(error)) return { name: "Error", message: `${label} threw ${describeThrown(error)}`.slice(0, MAX_ERROR_MESSAGE) };
+  const thrown = error as Error;
+  let name: HostCallFailure["name"] = "Error";
+  if (ofThisRealm) name = isInstance(thrown, TypeError) ? "TypeError" : isInstance(thrown, RangeError) ? "RangeError" : "Error";
+  else {
+    const foreignName = stringProperty(thrown, "name");
+    if (foreignName === "TypeError" || foreignName === "RangeError") name = foreignName;
+  }
   let message: string;
   try {
-    message = String(error.message);
+    message = String(thrown.message);
   } catch {
     message = "an error whose message could not be read";
   }
   const failure: HostCallFailure = { name, message: message.slice(0, MAX_ERROR_MESSAGE) };
-  if (error instanceof HostError && error.code !== undefined) failure.code = error.code;
+  if (isInstance(thrown, HostError) && (thrown as HostError).code !== undefined) {
+    const { code } = thrown as HostError;
+    failure.code = typeof code === "string" ? code.slice(0, MAX_ERROR_MESSAGE) : code;
+  }
   return failure;
+}
+
+/**
+ * Whether a host function's result is a thenable, reading its `then` once. A read that
+ * throws (a revoked Proxy, a throwing getter) counts as one: Promise.resolve reads it again
+ * and turns the throw into a rejection, which answers the call as a failure.
+ */
+function isThenable(value: unknown): boolean {
+  if ((typeof value !== "object" && typeof value !== "function") || value === null) return false;
+  try {
+    return typeof (value as { then?: unknown }).then === "function";
+  } catch {
+    return true;
+  }
 }
 
 /**
@@ -192,7 +246,7 @@ export class HostCallServer {
     } catch (error) {
       return this.reply(call, { c: call.c, ok: false, e: failureOf(error, entry.label) });
     }
-    if (typeof (result as { then?: unknown } | null)?.then !== "function") {
+    if (!isThenable(result)) {
       // Answered at once (no promise to wait for): no detour through the microtask queue.
       return this.reply(call, this.encodeResult(call.c, result, entry, activation.scope.maxCallBytes));
     }
@@ -218,8 +272,10 @@ export class HostCallServer {
       const result = entry.fn.apply(activation.callContext(), args as unknown[]);
       if (state.reentered !== null) {
         reply = { c: call.c, ok: false, e: { name: "Error", message: `${entry.label} called ${state.reentered} on its own sandbox from a synchronous host function, which would deadlock` } };
-      } else if (typeof (result as { then?: unknown } | null)?.then === "function") {
-        (result as Promise<unknown>).then(undefined, () => undefined); // ours to drop: it has no one to report to
+      } else if (isThenable(result)) {
+        // Ours to drop: a rejection has no one to report to. Only a native promise gets a
+        // handler: another thenable's `then` is the embedder's code, not to be run here.
+        if (types.isPromise(result)) result.then(undefined, () => undefined);
         reply = { c: call.c, ok: false, e: { name: "TypeError", message: `${entry.label} is a synchronous host function (hostSync) but returned a promise; make it return its value, or declare it without hostSync` } };
       } else {
         reply = this.encodeResult(call.c, result, entry, activation.scope.maxCallBytes);

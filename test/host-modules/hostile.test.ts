@@ -3,8 +3,9 @@
 // arguments are refused or copied without harm; a guest calling a host function in a loop
 // is stopped by maxHostCalls or cpuTimeMs; host functions that throw non-Errors or never
 // settle give the guest clean errors; results past maxHostCallBytes are refused.
+import vm from "node:vm";
 import { describe, expect, it } from "vitest";
-import { createSandbox, hostSync, runScript } from "scriptbox";
+import { createSandbox, HostError, hostSync, runScript } from "scriptbox";
 import { failure, value } from "./helpers.js";
 
 
@@ -167,7 +168,7 @@ describe("call floods", () => {
 
 describe("hostile host functions", () => {
   it("throwing a non-Error gives the guest an Error that says what was thrown", async () => {
-    const thrown: unknown[] = ["boom", 42, null, undefined, { code: 1 }, Symbol("s")];
+    const thrown: unknown[] = ["boom", 42, null, undefined, { code: 1 }, Symbol("s"), { message: "db down", host: "10.0.0.5", password: "hunter2" }, () => "a function"];
     const result = await runScript(
       `import { throwIt, throwItSync } from "app";
        export default async () => {
@@ -200,11 +201,118 @@ describe("hostile host functions", () => {
       "app.throwItSync threw null",
       "app.throwIt threw undefined",
       "app.throwItSync threw undefined",
-      "app.throwIt threw { code: 1 }",
-      "app.throwItSync threw { code: 1 }",
+      // An object's fields stay in the host (whatever the embedder's code put there); only
+      // a string message crosses.
+      "app.throwIt threw a non-Error object",
+      "app.throwItSync threw a non-Error object",
       "app.throwIt threw Symbol(s)",
       "app.throwItSync threw Symbol(s)",
+      "app.throwIt threw a non-Error object: db down",
+      "app.throwItSync threw a non-Error object: db down",
+      "app.throwIt threw a non-Error function",
+      "app.throwItSync threw a non-Error function",
     ]);
+  });
+
+  it("an Error of another realm (a node:vm context's) crosses as its name and message only: the host's stack and paths stay out", async () => {
+    const context = vm.createContext({});
+    const foreign = (code: string) => vm.runInContext(code, context, { filename: "/srv/secret-app/rules/engine.js" }) as unknown;
+    const result = await runScript(
+      `import { lookup, lookupSync, range } from "app";
+       export default async () => {
+         const out = [];
+         for (const call of [() => lookup(), () => lookupSync(), () => range()]) {
+           try { await call() } catch (e) { out.push([e instanceof TypeError, e instanceof RangeError, e.name, e.message, String(e.stack)]) }
+         }
+         return out;
+       }`,
+      {
+        modules: {
+          app: {
+            lookup: () => foreign("(function inner() { throw new TypeError('bad key') })()"),
+            lookupSync: hostSync(() => foreign("(function inner() { throw new TypeError('bad key') })()")),
+            range: async () => Promise.reject(foreign("new RangeError('too far')")),
+          },
+        },
+      },
+    );
+    const out = value(result) as [boolean, boolean, string, string, string][];
+    expect(out.map(([isType, isRange, name, message]) => [isType, isRange, name, message])).toEqual([
+      [true, false, "TypeError", "bad key"],
+      [true, false, "TypeError", "bad key"],
+      [false, true, "RangeError", "too far"],
+    ]);
+    for (const [, , , , stack] of out) {
+      expect(stack).not.toContain("/srv/secret-app");
+      expect(stack).not.toContain("call-server");
+    }
+  });
+
+  it("a revoked Proxy thrown, rejected with or returned by a host function is an error in the guest; the embedder's process goes on", async () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const result = await runScript(
+      `import app from "app";
+       export default async () => {
+         const out = [];
+         for (const name of ["throws", "throwsSync", "rejects", "returns", "returnsSync"]) {
+           try { await app[name](); out.push(name + ": no error") } catch (e) { out.push(name + ": " + e.name) }
+         }
+         return out;
+       }`,
+      {
+        modules: {
+          app: {
+            throws: () => {
+              throw proxy;
+            },
+            throwsSync: hostSync(() => {
+              throw proxy;
+            }),
+            rejects: async () => Promise.reject(proxy),
+            returns: () => proxy,
+            returnsSync: hostSync(() => proxy),
+          },
+        },
+      },
+    );
+    expect(value(result)).toEqual(["throws: Error", "throwsSync: Error", "rejects: Error", "returns: TypeError", "returnsSync: TypeError"]);
+    // The embedder's side still answers calls.
+    expect(value(await runScript(`import { ok } from "app"; export default () => ok()`, { modules: { app: { ok: hostSync(() => "still here") } } }))).toBe("still here");
+  });
+
+  it("a synchronous host function that returns a thenable is the documented TypeError, and the thenable's then is not called", async () => {
+    let thenCalls = 0;
+    const result = await runScript(
+      `import { thenable, throwingThen } from "app";
+       export default () => [thenable, throwingThen].map((f) => { try { f(); return "no error" } catch (e) { return e.name + ": " + e.message } })`,
+      {
+        modules: {
+          app: {
+            thenable: hostSync(() => ({ then: (resolve: (value: number) => void) => (thenCalls++, resolve(42)) })),
+            throwingThen: hostSync(() => ({
+              then: () => {
+                thenCalls++;
+                throw new Error("then called by scriptbox");
+              },
+            })),
+          },
+        },
+      },
+    );
+    expect(value(result)).toEqual([
+      "TypeError: app.thenable is a synchronous host function (hostSync) but returned a promise; make it return its value, or declare it without hostSync",
+      "TypeError: app.throwingThen is a synchronous host function (hostSync) but returned a promise; make it return its value, or declare it without hostSync",
+    ]);
+    expect(thenCalls).toBe(0);
+  });
+
+  it("a HostError's string code is cut at 16 KiB, like its message", async () => {
+    const result = await runScript(
+      `import { fail } from "app"; export default async () => { try { await fail() } catch (e) { return [e.code.length, e.message.length] } }`,
+      { modules: { app: { fail: () => Promise.reject(new HostError("m".repeat(100_000), { code: "c".repeat(1_000_000) })) } }, limits: { maxHostCallBytes: 1024 } },
+    );
+    expect(value(result)).toEqual([16 * 1024, 16 * 1024]);
   });
 
   it("a result larger than maxHostCallBytes is a RangeError in the guest", async () => {
