@@ -42,6 +42,23 @@ export function parseContentCodings(headerValue: string | null, strict: boolean)
   return { decode: codings, problem: null };
 }
 
+/**
+ * Why a body sent with this Transfer-Encoding (all its header lines joined) cannot be
+ * handed over when the request carried a secret, or null. undici undoes only `chunked`;
+ * another transfer coding (gzip, deflate, br, or one with no name we know) would reach
+ * the script as the server coded it, unread by redaction: the script could decode it
+ * itself. Without a secret it is passed through as it came, as before.
+ */
+export function transferCodingProblem(headerValue: string | null, strict: boolean): string | null {
+  if (!strict || headerValue === null) return null;
+  const codings = headerValue
+    .split(",")
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== "" && c !== "identity" && c !== "chunked");
+  if (codings.length === 0) return null;
+  return "the request carried a secret and the body has a transfer coding other than chunked, which the transport does not decode, so it cannot be checked for the secret";
+}
+
 /** Streams a coded body through the decoders; `onData` receives decoded chunks. */
 export class BodyDecoder {
   readonly #first: Transform;

@@ -3,6 +3,10 @@
 //   - its characters, one code point per byte as it went on the wire (latin1);
 //   - the code points its bytes spell as UTF-8, when they are valid UTF-8 with a
 //     multi-byte sequence (a server that decodes headers as UTF-8, then escapes \u20ac);
+//     both of these in any letter case: a server may fold the case of what it echoes (a
+//     URL's host is lower-cased by every URL parser: a redirect to `http://<VALUE>.evil/`
+//     built from a header the script chose showed the value lower-cased in the refusal;
+//     for a key in one letter case, such as upper-case hex, that is the value itself);
 //   - base64 and base64url of its bytes, and of its characters re-encoded as UTF-8, at each
 //     of the three alignments it can have inside a longer base64 text ("user:" + value).
 //     An unaligned form's edge characters mix the value's bits with its neighbours': they
@@ -26,8 +30,19 @@ export function echoPatterns(value: string): EchoPattern[] {
   return patterns;
 }
 
+/** The code points, each in any letter case it has (its lower- and upper-case forms of one code point). */
 function literal(codes: number[]): EchoPattern {
-  return { elements: codes.map((c) => [c]), optionalFirst: false, optionalLast: false };
+  return { elements: codes.map(caseForms), optionalFirst: false, optionalLast: false };
+}
+
+function caseForms(code: number): number[] {
+  const char = String.fromCodePoint(code);
+  const forms = new Set([code]);
+  for (const folded of [char.toLowerCase(), char.toUpperCase()]) {
+    const folds = [...folded];
+    if (folds.length === 1) forms.add(folds[0]!.codePointAt(0)!);
+  }
+  return [...forms];
 }
 
 /** The base64 characters covering `bytes` placed after `align` other bytes; edge characters as sets. */

@@ -10,7 +10,7 @@
 // bytes are copied once on their way into the guest), else one host buffer. Other bodies
 // are collected as chunks and joined at the end.
 import type { Dispatcher } from "undici";
-import { BodyDecoder, parseContentCodings } from "./contentDecoding.js";
+import { BodyDecoder, parseContentCodings, transferCodingProblem } from "./contentDecoding.js";
 import type { Cancellation } from "./cancellation.js";
 import { networkError, type TransportError } from "./transportError.js";
 import { EMPTY_BYTES, concatOwned, ownedBuffer } from "./bytes.js";
@@ -136,12 +136,14 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
     const headers: [string, string][] = new Array(raw.length >> 1);
     let contentLength: string | null = null;
     let contentEncoding: string | null = null;
+    let transferEncoding: string | null = null;
     for (let i = 0, j = 0; i + 1 < raw.length; i += 2, j++) {
       const name = raw[i]!.toString("latin1");
       const value = raw[i + 1]!.toString("latin1");
       headers[j] = [name, value];
       if (name.length === 14 && name.toLowerCase() === "content-length") contentLength = value;
       else if (name.length === 16 && name.toLowerCase() === "content-encoding") contentEncoding = contentEncoding === null ? value : `${contentEncoding}, ${value}`;
+      else if (name.length === 17 && name.toLowerCase() === "transfer-encoding") transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`;
     }
     this.#headers = headers;
 
@@ -150,7 +152,8 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
     if (!this.#wanted) return;
 
     const { decode: codings, problem } = parseContentCodings(contentEncoding, this.#request.strictCodings);
-    if (problem) return this.fail(networkError(`cannot decode the response body: ${problem}`));
+    const transferProblem = transferCodingProblem(transferEncoding, this.#request.strictCodings);
+    if (problem || transferProblem) return this.fail(networkError(`cannot decode the response body: ${problem ?? transferProblem}`));
     const declared = contentLength !== null && /^[0-9]{1,15}$/.test(contentLength) ? Number(contentLength) : null;
     if (declared !== null) {
       const refusal = this.#limit(declared, true);

@@ -17,11 +17,11 @@ export function isRedirectStatus(status: number): boolean {
 }
 
 /**
- * The response's location URL (Fetch 3.1.4 "location URL"): null without Location; a network
- * error when it does not parse, quoting it through `shown` (redaction, when the server had
- * been sent a secret).
+ * The response's location URL (Fetch 3.1.4 "location URL") and the Location text it was
+ * parsed from: null without Location; a network error when it does not parse, quoting it
+ * through `shown` (redaction, when the server had been sent a secret).
  */
-export function locationUrl(headers: readonly [string, string][], base: URL, shown: (text: string) => string = (text) => text): URL | null {
+export function locationUrl(headers: readonly [string, string][], base: URL, shown: (text: string) => string = (text) => text): { url: URL; text: string } | null {
   let location: string | null = null;
   for (const [name, value] of headers) {
     if (name.length !== 8 || name.toLowerCase() !== "location") continue;
@@ -32,7 +32,7 @@ export function locationUrl(headers: readonly [string, string][], base: URL, sho
   try {
     const url = new URL(location, base);
     url.hash = "";
-    return url;
+    return { url, text: location };
   } catch {
     throw networkError(`the redirect's Location ${JSON.stringify(shown(location))} is not a valid URL`);
   }

@@ -178,6 +178,22 @@ export class SecretStore {
     }
   }
 
+  /**
+   * Refuses a redirect whose Location text, as the server sent it (tabs and newlines taken
+   * out, as the URL parser does before reading it), carries a carried secret's value and
+   * leads to an origin the secret is not bound to. The message names nothing the server
+   * chose: the origin the parser made of that text may hold the value in another form.
+   */
+  checkRedirectLocation(location: string, origin: string, carried: CarriedSecrets): void {
+    const text = location.replace(/[\t\n\r]/g, "");
+    for (const secret of carried) {
+      if (secret.origins.has(origin)) continue;
+      if (this.#find(textSource(text), [secret]).length > 0) {
+        throw refusal(secret, `a redirect's Location carries its value; it may only be sent to ${listOrigins(secret)}`);
+      }
+    }
+  }
+
   /** Refuses a method that is a placeholder (placeholders are valid HTTP tokens). */
   checkMethod(method: string): void {
     if (this.#secrets.length === 0 || !method.toLowerCase().includes(PLACEHOLDER_PREFIX)) return;

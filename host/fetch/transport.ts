@@ -210,7 +210,11 @@ export class SandboxFetchTransport {
         if (location) {
           result.placed?.release();
           if (redirects === MAX_REDIRECTS) throw networkError(`too many redirects (more than ${MAX_REDIRECTS})`);
-          hop = redirectHop(hop, result.status, location);
+          // The Location as the server wrote it, before the URL parser changed it (a host
+          // lower-cased or IDNA-encoded, a value split between host and path, tabs dropped):
+          // a carried value in it may only lead to an origin the secret is bound to.
+          if (carried.size > 0) this.#secrets.checkRedirectLocation(location.text, location.url.origin, carried);
+          hop = redirectHop(hop, result.status, location.url);
           serverChosen = carried.size > 0;
           continue;
         }

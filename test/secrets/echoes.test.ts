@@ -181,6 +181,6 @@ test("a redirect chosen by the bound origin that carries the value (percent-enco
      catch (e) { return e.message; }`,
     { reflector: reflector.origin, to },
   );
-  expect(seen).toBe(`network policy: secret "KEY" refused: the URL of a request to ${sink.origin} carries its value; it may only be sent to ${reflector.origin}`);
+  expect(seen).toBe(`network policy: secret "KEY" refused: a redirect's Location carries its value; it may only be sent to ${reflector.origin}`);
   expect(sink.requests.length).toBe(before);
 });

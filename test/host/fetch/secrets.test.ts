@@ -202,7 +202,7 @@ describe("refusal: a placeholder going anywhere else fails the whole request (ne
     const t = transport();
     const to = encodeURIComponent(`${other.origin}/collect`);
     const r = await refused(t, `${api.origin}/redirect-with-value?to=${to}`, { headers: [["authorization", `Bearer ${t.secretPlaceholder("API_TOKEN")}`]] });
-    expect(r.message).toBe(`network policy: secret "API_TOKEN" refused: the URL of a request to ${other.origin} carries its value; it may only be sent to ${api.origin}`);
+    expect(r.message).toBe(`network policy: secret "API_TOKEN" refused: a redirect's Location carries its value; it may only be sent to ${api.origin}`);
     expect(r.sent).toEqual([1, 0]);
   });
 
