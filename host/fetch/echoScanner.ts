@@ -177,15 +177,19 @@ export class PatternSet {
     }
   }
 
-  /** Every match of the set's patterns (the longest from each start), left to right by start. */
-  find(source: ScanSource, tag: number): Span[] {
+  /**
+   * Every match of the set's patterns (the longest from each start), left to right by start;
+   * with `from` and `to`, those starting in [from, to) (a match may end past `to`: the whole
+   * text is read as needed), so that a long text can be scanned in slices.
+   */
+  find(source: ScanSource, tag: number, from = 0, to = source.codes.length): Span[] {
     const codes = source.codes;
     const n = codes.length;
     const any = this.#any;
     const pairs = this.#pairs;
     const spans: Span[] = [];
     let units: UnitCache | null = null;
-    for (let p = 0; p < n; p++) {
+    for (let p = from; p < to; p++) {
       // A cheap necessary condition first: plain text costs a table lookup or two per character.
       const c = codes[p]!;
       if (c > 0xff) {
@@ -206,7 +210,6 @@ export class PatternSet {
   }
 
   #longestAt(p: number, units: UnitCache): number {
-    units.reset();
     const first = units.at(p);
     let best = -1;
     for (const pattern of this.patterns) {
@@ -228,9 +231,9 @@ function escapeMayStart(codes: Uint8Array | Uint16Array, p: number): boolean {
   return next === HASH || (next >= 0x41 && next <= 0x5a) || (next >= 0x61 && next <= 0x7a);
 }
 
-/** Every match of the set's patterns (the longest from each start), left to right by start. */
-export function findEchoes(source: ScanSource, set: PatternSet, tag = 0): Span[] {
-  return set.find(source, tag);
+/** Every match of the set's patterns (the longest from each start) starting in [from, to), left to right by start. */
+export function findEchoes(source: ScanSource, set: PatternSet, tag = 0, from = 0, to = source.codes.length): Span[] {
+  return set.find(source, tag, from, to);
 }
 
 /** Spans merged where they overlap (a value echoed twice overlapping, two secrets sharing text), sorted. */
@@ -252,7 +255,9 @@ function longestMatch(pattern: CompiledPattern, start: number, units: UnitCache)
   stack.length = 0;
   stack.push(0, start);
   if (pattern.optionalFirst) stack.push(1, start);
-  // States can only be reached twice after a position read in two ways: the set is made then.
+  // States can only be reached twice after a position read in two ways: the set is used then
+  // (one set for every match, emptied here: a new one per start was garbage made per byte
+  // of a body of escapes).
   let seen: Set<number> | null = null;
   let best = -1;
   while (stack.length > 0) {
@@ -269,7 +274,10 @@ function longestMatch(pattern: CompiledPattern, start: number, units: UnitCache)
     }
     if (p >= units.length) continue;
     const at = units.at(p);
-    if (at.length > 1) seen ??= new Set();
+    if (at.length > 1 && seen === null) {
+      seen = SEEN;
+      seen.clear();
+    }
     for (const unit of at) {
       if (unit.wildcard) {
         for (let k = 1; k <= 3 && i + k <= m && pattern.high(i + k - 1); k++) stack.push(i + k, p + unit.len);
@@ -286,11 +294,22 @@ function longestMatch(pattern: CompiledPattern, start: number, units: UnitCache)
 }
 
 const STACK: number[] = [];
+const SEEN = new Set<number>();
 
-/** The units at each position, computed once per start position for all patterns. */
+/**
+ * The units at each position, computed once for all patterns and all start positions (the
+ * units at a position do not depend on where a match started), in a direct-mapped window
+ * of UNIT_WINDOW positions: matches from a start read only positions at or after it, so a
+ * slot is reused once the scan has moved past its position, and the memory stays bounded
+ * whatever the text. It used to be a Map cleared at every start position, and a body of
+ * escapes (`%41,` repeated, or the escaped public prefix of a token, which a script can
+ * make a bound origin echo) rebuilt each position's units once per start that reached it,
+ * several seconds of the worker's thread for one 8 MiB response (found by review).
+ */
 class UnitCache {
   readonly #source: ScanSource;
-  readonly #cache = new Map<number, Unit[]>();
+  readonly #positions = new Int32Array(UNIT_WINDOW).fill(-1);
+  readonly #units: (Unit[] | undefined)[] = new Array(UNIT_WINDOW);
   readonly length: number;
 
   constructor(source: ScanSource) {
@@ -298,21 +317,20 @@ class UnitCache {
     this.length = source.codes.length;
   }
 
-  reset(): void {
-    if (this.#cache.size > 0) this.#cache.clear();
-  }
-
   at(p: number): Unit[] {
     const c = this.#source.codes[p]!;
     if (c < 0x80 && PLAIN[c]) return PLAIN[c]!; // most positions: no allocation, no cache
-    let units = this.#cache.get(p);
-    if (!units) {
-      units = unitsAt(this.#source, p);
-      this.#cache.set(p, units);
-    }
+    const slot = p & (UNIT_WINDOW - 1);
+    if (this.#positions[slot] === p) return this.#units[slot]!;
+    const units = unitsAt(this.#source, p);
+    this.#positions[slot] = p;
+    this.#units[slot] = units;
     return units;
   }
 }
+
+/** Positions UnitCache keeps (a power of two): far more than one match can read past its start. */
+const UNIT_WINDOW = 4096;
 
 /** The one unit of each plain ASCII character (not \ % & +), shared. */
 const PLAIN: (Unit[] | null)[] = Array.from({ length: 0x80 }, (_, c) =>

@@ -219,7 +219,7 @@ export class SandboxFetchTransport {
           continue;
         }
       }
-      return this.#respond(result, hop.url, redirects > 0, carried, serverChosen, limit);
+      return await this.#respond(result, hop.url, redirects > 0, carried, serverChosen, limit, cancellation);
     }
   }
 
@@ -293,7 +293,7 @@ export class SandboxFetchTransport {
   }
 
   /** The response as the guest gets it: what servers said after a secret was sent to them, redacted for it. */
-  #respond(result: Exchange, url: URL, redirected: boolean, carried: ReadonlySet<Secret>, serverChosen: boolean, limit: BodyLimit): TransportResult {
+  async #respond(result: Exchange, url: URL, redirected: boolean, carried: ReadonlySet<Secret>, serverChosen: boolean, limit: BodyLimit, cancellation: Cancellation): Promise<TransportResult> {
     const secrets = this.#secrets;
     if (carried.size === 0) {
       return {
@@ -308,7 +308,11 @@ export class SandboxFetchTransport {
       result.placed.release();
       throw networkError("internal: a body that must be redacted was placed outside the host");
     }
-    const body = secrets.redactBytes(result.body, carried);
+    // In slices, the worker's event loop served between them (other sandboxes share it).
+    const body = await secrets.redactBytesInSlices(result.body, carried, async () => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (cancellation.reason) throw cancellation.reason;
+    });
     if (body.byteLength > result.body.byteLength) {
       const refusal = limit(body.byteLength, false);
       if (refusal) throw refusal;
