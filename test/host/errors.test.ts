@@ -55,6 +55,29 @@ describe("uncaught exceptions", () => {
     expect(failure(await sandbox.run("throw 'text'"))).toMatchObject({ message: "Uncaught 'text'" });
   });
 
+  it("with a huge message or name reach the embedder cut (16 KiB message, 256-character name, stack at a line's end within 64 KiB)", async () => {
+    const big = await createSandbox({ limits: { memoryBytes: 256 * 1024 * 1024 } });
+    try {
+      const message = failure(await big.run("export default () => { throw new Error('x'.repeat(20e6)) }", { filename: "big.js" }));
+      expect(message.message).toBe(`${"x".repeat(16 * 1024)}... ${20e6 - 16 * 1024} more characters`);
+      expect(message.stack.length).toBeLessThan(64 * 1024);
+      expect(message.stack).toMatch(/\n    at default \(big\.js:1:\d+\)$/);
+      const name = failure(await big.run("export default () => { const e = new Error('m'); e.name = 'n'.repeat(20e6); throw e }"));
+      expect(name.name).toBe(`${"n".repeat(256)}... ${20e6 - 256} more characters`);
+      expect(name.message).toBe("m");
+      expect(name.stack.length).toBeLessThan(64 * 1024);
+      // A script that replaced String.prototype methods does not break the cut.
+      const poisoned = failure(await big.run("export default () => { String.prototype.slice = () => { for (;;) {} }; String.prototype.charCodeAt = null; throw new Error('y'.repeat(1e5)) }"));
+      expect(poisoned.message).toBe(`${"y".repeat(16 * 1024)}... ${1e5 - 16 * 1024} more characters`);
+      // A deep stack is cut at a frame's end: every line left is whole.
+      const deep = failure(await big.run("export default () => { const f = (n) => n === 0 ? (() => { const e = new Error('deep'); e.stack = 'at frame\\n'.repeat(20000); throw e })() : f(n - 1); return f(3) }"));
+      expect(deep.stack.length).toBeLessThan(64 * 1024 + 64);
+      expect(deep.stack).toMatch(/at frame\n\.\.\. \d+ more characters/);
+    } finally {
+      await big.dispose();
+    }
+  });
+
   it("in a timer callback fail the run", async () => {
     const error = failure(await sandbox.run("setTimeout(() => { throw new Error('from timer') }, 1); export default () => 'done'"));
     expect(error).toMatchObject({ kind: "script", name: "Error", message: "from timer" });
