@@ -83,12 +83,21 @@ export function resolveLimits(input: unknown): Limits {
     if (!Object.hasOwn(LIMIT_BOUNDS, key)) throw new TypeError(`limits.${key} is not a known limit (known: ${Object.keys(LIMIT_BOUNDS).join(", ")})`);
     if (value === undefined) continue;
     const [min, max] = LIMIT_BOUNDS[key as keyof Limits];
-    if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
+    if (typeof value !== "number") throw new TypeError(`limits.${key} must be a number from ${min} to ${max}, got ${describeOption(value)}`);
+    if (!Number.isFinite(value) || value < min || value > max) {
       throw new RangeError(`limits.${key} must be a number from ${min} to ${max}, got ${String(value)}`);
     }
     limits[key as keyof Limits] = key === "memoryBytes" || key === "stackBytes" ? Math.floor(value) : value;
   }
   return limits;
+}
+
+/** A wrongly typed option value as an error message shows it: a string quoted (the string "5" is not 5), else its type. */
+export function describeOption(value: unknown): string {
+  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value)}`;
+  if (value === null) return "null";
+  if (typeof value === "object") return Array.isArray(value) ? "an array" : "an object";
+  return `a ${typeof value}`;
 }
 
 /** "64 MiB", "512 KiB", "100 bytes": for limit messages. */

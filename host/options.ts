@@ -8,7 +8,7 @@ import { parseAllowEntry } from "./net/allowEntry.js";
 import { SecretStore } from "./fetch/secrets.js";
 import { checkSecretStrength } from "./fetch/secretStrength.js";
 import { defineData } from "./marshal/crossing-values.js";
-import { resolveLimits } from "./limits.js";
+import { describeOption, resolveLimits } from "./limits.js";
 import type { SandboxConfig } from "./protocol.js";
 import type { SandboxOptions } from "./types.js";
 import type { EngineVariantName } from "./engine/wasm-binary.js";
@@ -67,7 +67,10 @@ export function resolveRunOptions(options: unknown, what = "run options", allowe
   const signal = own(raw, "signal");
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError("signal must be an AbortSignal");
   const queueTimeoutMs = own(raw, "queueTimeoutMs");
-  if (queueTimeoutMs !== undefined && (typeof queueTimeoutMs !== "number" || !Number.isFinite(queueTimeoutMs) || queueTimeoutMs < 0 || queueTimeoutMs > 24 * 3600_000)) {
+  if (queueTimeoutMs !== undefined && typeof queueTimeoutMs !== "number") {
+    throw new TypeError(`queueTimeoutMs must be a number from 0 to ${24 * 3600_000}, got ${describeOption(queueTimeoutMs)}`);
+  }
+  if (queueTimeoutMs !== undefined && (!Number.isFinite(queueTimeoutMs) || queueTimeoutMs < 0 || queueTimeoutMs > 24 * 3600_000)) {
     throw new RangeError(`queueTimeoutMs must be a number from 0 to ${24 * 3600_000}, got ${String(queueTimeoutMs)}`);
   }
   return {

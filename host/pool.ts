@@ -24,6 +24,7 @@ import { DEMOTED_FOR_MS, HELD_CONTENDED_WORKER_CPU_MS, HELD_WORKER_CPU_MS, RunDe
 import { KnownScripts, PROBATION_MAX_WAIT_MS } from "./run-probation.js";
 import { startAtLowestPriority } from "./thread-priority.js";
 import { BURST_EXTRA_MAX } from "./worker/warm-pool.js";
+import { describeOption } from "./limits.js";
 
 /**
  * How much CPU time past its deadline a guest may spend (in native code that ignores the
@@ -63,6 +64,8 @@ const WORKER_STACK_MB = 16;
  * (see WorkerConnection.movable). Ordinary runs take a few ms; a loop runs to its limit.
  */
 const MOVE_QUEUED_AFTER_MS = 20;
+/** An overflow worker without sandboxes ends after this long (a hold that comes back soon finds it started). */
+const OVERFLOW_IDLE_MS = 5_000;
 /**
  * A demoted worker keeps at most one sandbox warm and no burst's engines
  * (WorkerInit.warmPool): it serves few runs, one after another, and starts at the lowest
@@ -114,6 +117,16 @@ export interface PoolOptions {
   /** How long a script stays demoted after its last offence, in ms. Default 60,000. */
   demotionMs: number;
   /**
+   * Extra shared workers started, at most this many at a time, while every shared worker
+   * is held by a guest (one entry running for 20 ms or more): `createSandbox` sandboxes
+   * created then, and runs moving off a held worker, go there instead of queueing behind
+   * a guest that may run to its CPU limit. More threads than cores lets the OS share the
+   * cores between the guests that hold them and the ones waiting. Each ends 5 s after its
+   * last sandbox is released. 0: none (runs wait for a held worker). Default: one per
+   * core, at most 4.
+   */
+  overflowWorkers: number;
+  /**
    * Workers, at normal priority, that take the one-shot runs of scripts new to the pool
    * first (host/run-probation.ts), so that known runs never wait behind them. 0: new
    * scripts go to the shared workers like any. Needs demotion (demotedWorkers > 0 and a
@@ -133,6 +146,7 @@ export function defaultPoolOptions(): PoolOptions {
     demotedWorkers: Math.max(1, Math.min(4, cores)),
     demotionMs: DEMOTED_FOR_MS,
     probationWorkers: 1,
+    overflowWorkers: Math.max(1, Math.min(4, cores)),
   };
 }
 
@@ -145,6 +159,7 @@ const POOL_BOUNDS: Record<keyof PoolOptions, [number, number]> = {
   demotedWorkers: [0, 64],
   demotionMs: [1, 86_400_000],
   probationWorkers: [0, 16],
+  overflowWorkers: [0, 64],
 };
 
 export function resolvePoolOptions(input: unknown, base: PoolOptions): PoolOptions {
@@ -154,7 +169,8 @@ export function resolvePoolOptions(input: unknown, base: PoolOptions): PoolOptio
     if (!Object.hasOwn(POOL_BOUNDS, key)) throw new TypeError(`unknown pool option "${key}" (known: ${Object.keys(POOL_BOUNDS).join(", ")})`);
     const value = (input as Record<string, unknown>)[key];
     const [min, max] = POOL_BOUNDS[key as keyof PoolOptions];
-    if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    if (typeof value !== "number") throw new TypeError(`pool option ${key} must be an integer from ${min} to ${max}, got ${describeOption(value)}`);
+    if (!Number.isInteger(value) || value < min || value > max) {
       throw new RangeError(`pool option ${key} must be an integer from ${min} to ${max}, got ${String(value)}`);
     }
     options[key as keyof PoolOptions] = value;
@@ -507,6 +523,11 @@ export class WorkerConnection {
     return count;
   }
 
+  /** Whether a guest entry has held this worker for MOVE_QUEUED_AFTER_MS or more (a run sent here now would wait for it). */
+  isHeld(nowEpochMs: number): boolean {
+    return this.lost === null && this.stuckMs(nowEpochMs) >= MOVE_QUEUED_AFTER_MS;
+  }
+
   /** How long the guest entry running now has been seen running (0 when none runs). */
   private stuckMs(nowEpochMs: number): number {
     // `watched` may be left from an entry that has ended since the watchdog last looked
@@ -744,6 +765,13 @@ export class WorkerConnection {
 
 export class WorkerPool {
   private readonly shared: WorkerConnection[] = [];
+  /**
+   * Extra shared workers, started while every shared worker is held (see
+   * PoolOptions.overflowWorkers and acquireShared); ended OVERFLOW_IDLE_MS after their last
+   * sandbox is released.
+   */
+  private readonly overflow: WorkerConnection[] = [];
+  private overflowRetireTimer: NodeJS.Timeout | null = null;
   /** Shared workers for the runs of demoted scripts, at the lowest OS priority (acquireDemoted). */
   private readonly demoted: WorkerConnection[] = [];
   /** Which one-shot scripts run on the demoted workers; runs of a newly demoted one leave the line. */
@@ -827,6 +855,7 @@ export class WorkerPool {
   configure(options: Partial<PoolOptions>): void {
     this.options = resolvePoolOptions(options, this.options);
     this.retireBeyond(this.shared, this.options.sharedWorkers);
+    this.retireBeyond(this.overflow, this.options.overflowWorkers);
     this.retireBeyond(this.demoted, this.options.demotedWorkers);
     this.retireBeyond(this.probation, this.probationOn ? this.options.probationWorkers : 0);
     this.isolated.trimIdle();
@@ -1066,13 +1095,16 @@ export class WorkerPool {
       // starting (see warmPool) is ready sooner than a thread started now.
       const now = performance.timeOrigin + performance.now();
       connection = this.shared.find((candidate) => candidate.sandboxCount === 0 && candidate.queuedWork(now) === 0) ?? this.startShared();
+    } else if (!forLine && this.overflowNeeded(performance.timeOrigin + performance.now())) {
+      connection = this.startOverflow();
     } else {
       // Least queued work; ties go round-robin, so sandboxes created one after another
-      // land on different workers while each refills its warm pool.
+      // land on different workers while each refills its warm pool. One-shot runs from the
+      // line go to the shared workers only (they have the line and demotion instead).
       const now = performance.timeOrigin + performance.now();
       const perWorker = this.options.queuedRunsPerWorker;
       const withRoom = forLine && perWorker > 0 ? this.shared.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0) : [];
-      const candidates = withRoom.length > 0 ? withRoom : this.shared;
+      const candidates = withRoom.length > 0 ? withRoom : forLine ? this.shared : [...this.shared, ...this.overflow];
       const start = this.nextShared++ % candidates.length;
       connection = candidates[start]!;
       let best = connection.queuedWork(now);
@@ -1115,6 +1147,39 @@ export class WorkerPool {
     return connection;
   }
 
+  /**
+   * Whether a sandbox placed now should get an overflow worker: every shared worker, and
+   * every overflow worker, is held by a guest (a run sent to any of them would wait for
+   * that guest, up to its CPU limit), and fewer than overflowWorkers overflow workers run.
+   * A worker still starting is not held, so one overflow worker starts at a time. Without
+   * this, two sandboxes of one tenant spinning in `for (;;) {}` held both shared workers
+   * of a 2-core machine, and every other createSandbox run waited ~2 CPU limits (10 s at
+   * the defaults; a run moved from one held worker to the other; found by review).
+   */
+  private overflowNeeded(nowEpochMs: number): boolean {
+    if (this.overflow.length >= this.options.overflowWorkers || this.shared.length === 0) return false;
+    return [...this.shared, ...this.overflow].every((connection) => this.retiring.has(connection) || connection.isHeld(nowEpochMs));
+  }
+
+  /** An overflow worker: one warm sandbox, no burst's engines kept (it serves while the shared ones are held). */
+  private startOverflow(): WorkerConnection {
+    const size = Math.min(1, this.options.warmSandboxesPerWorker);
+    const connection = new WorkerConnection(this, false, { size, burstExtraMax: 0 });
+    this.overflow.push(connection);
+    this.all.add(connection);
+    return connection;
+  }
+
+  /** Ends overflow workers without sandboxes OVERFLOW_IDLE_MS after the last one became empty. */
+  private scheduleOverflowRetirement(): void {
+    if (this.overflowRetireTimer !== null) clearTimeout(this.overflowRetireTimer);
+    this.overflowRetireTimer = setTimeout(() => {
+      this.overflowRetireTimer = null;
+      for (const connection of this.overflow.filter((candidate) => candidate.sandboxCount === 0)) connection.terminate();
+    }, OVERFLOW_IDLE_MS);
+    this.overflowRetireTimer.unref();
+  }
+
   /** A shared worker keeps warmSandboxesPerWorker engines, and a burst's engines while they are used (none with 0). */
   private startShared(): WorkerConnection {
     const size = this.options.warmSandboxesPerWorker;
@@ -1130,6 +1195,7 @@ export class WorkerPool {
     if (!connection.dedicated) {
       if (this.retiring.delete(connection)) connection.terminate();
       else if (connection.demoted) this.scheduleDemotedRetirement();
+      else if (this.overflow.includes(connection)) this.scheduleOverflowRetirement();
       return;
     }
     if (!connection.demoted) return this.isolated.release(connection);
@@ -1178,8 +1244,14 @@ export class WorkerPool {
     // A run queued on a held probation worker goes where the probation line could send it now.
     if (connection.probation) return this.probationRoom() > 0;
     if (this.shared.length < this.options.sharedWorkers) return true;
+    // Not to another held worker: a run moved there waited for that guest instead (a
+    // younger hold looks lighter, so a run moved from one held worker to the next and
+    // waited ~2 CPU limits; found by review). Where every worker is held, to an overflow
+    // worker (acquireShared starts one) while there may be one more.
     const here = connection.queuedWork(nowEpochMs);
-    return this.shared.some((other) => other !== connection && other.queuedWork(nowEpochMs) + 1 < here);
+    const others = [...this.shared, ...this.overflow].filter((other) => other !== connection && !this.retiring.has(other));
+    if (others.some((other) => !other.isHeld(nowEpochMs) && other.queuedWork(nowEpochMs) + 1 < here)) return true;
+    return this.overflowNeeded(nowEpochMs);
   }
 
   /** Starts the shared workers now instead of at the first createSandbox; settles once they are warm. */
@@ -1219,7 +1291,7 @@ export class WorkerPool {
     // of a replacement is often the next stuck hog among the bystanders), nor one the pool
     // stopped (configurePool, shutdown: the next one would wait for no reason).
     if (connection.probation && connection.failedToStart) this.probationFailedAt = performance.now();
-    for (const workers of [this.shared, this.demoted, this.probation]) {
+    for (const workers of [this.shared, this.overflow, this.demoted, this.probation]) {
       const index = workers.indexOf(connection);
       if (index !== -1) workers.splice(index, 1);
     }
@@ -1254,11 +1326,13 @@ export class WorkerPool {
   get counts(): PoolStats {
     return {
       shared: this.shared.length,
+      overflow: this.overflow.length,
       retiringShared: this.retiring.size,
       isolated: this.isolated.alive,
       idleIsolated: this.isolated.idleCount,
       waitingForIsolated: this.isolated.waiting,
       inFlightPerSharedWorker: this.shared.map((connection) => connection.activations),
+      inFlightPerOverflowWorker: this.overflow.map((connection) => connection.activations),
       inFlightPerDemotedWorker: this.demoted.map((connection) => connection.activations),
       inFlightPerProbationWorker: this.probation.map((connection) => connection.activations),
       waitingRuns: this.runAdmission.waitingCount + this.demotedRunAdmission.waitingCount + this.probationRunAdmission.waitingCount,
@@ -1281,6 +1355,9 @@ export class WorkerPool {
     }
     this.all.clear();
     this.shared.length = 0;
+    this.overflow.length = 0;
+    if (this.overflowRetireTimer !== null) clearTimeout(this.overflowRetireTimer);
+    this.overflowRetireTimer = null;
     this.demoted.length = 0;
     this.probation.length = 0;
     if (this.demotedRetireTimer !== null) clearTimeout(this.demotedRetireTimer);
@@ -1301,6 +1378,8 @@ export function sharedPool(): WorkerPool {
 export interface PoolStats {
   /** Shared workers alive and taking new sandboxes. */
   shared: number;
+  /** Overflow workers alive: extra shared workers started while every shared worker was held (PoolOptions.overflowWorkers). */
+  overflow: number;
   /**
    * Pooled workers beyond a smaller count (`sharedWorkers`, and likewise `demotedWorkers`
    * or `probationWorkers`: demoted and probation workers are shared by sandboxes too),
@@ -1314,6 +1393,8 @@ export interface PoolStats {
   waitingForIsolated: number;
   /** Runs, loads and calls sent to each shared worker and not answered yet. */
   inFlightPerSharedWorker: number[];
+  /** The same for each overflow worker. */
+  inFlightPerOverflowWorker: number[];
   /** The same for each shared demoted worker (the runs from the demoted line among them wait there, unstarted, at most queuedRunsPerWorker at a time). */
   inFlightPerDemotedWorker: number[];
   /** The same for each probation worker (runs of scripts new to the pool: host/run-probation.ts). */

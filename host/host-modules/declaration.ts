@@ -35,6 +35,9 @@ export function checkModuleName(name: string, what: string): void {
     throw new TypeError(`${where} clashes with a builtin module (${PUBLIC_MODULES.join(", ")})`);
   }
   if (name.length > 128 || !NAME.test(name)) throw new TypeError(`${where} is not a valid module name (letters, digits, _ $ . -, optionally @scope/)`);
+  // A name the guest's module table (a plain object) cannot hold as an own key: a module
+  // named so was accepted and its import failed with "Cannot find module" (found by review).
+  if (name === "__proto__") throw new TypeError(`${where} is reserved (it names an object's prototype)`);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

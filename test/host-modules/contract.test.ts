@@ -147,6 +147,8 @@ describe("declaring modules: clear errors at createSandbox", () => {
     ["scriptbox:core", {}, /has a scheme/],
     ["has space", {}, /not a valid module name/],
     ["", {}, /not a valid module name/],
+    // Accepted once, then impossible to import (the guest's module table is a plain object).
+    ["__proto__", { f: () => 1 }, /module name "__proto__" is reserved/],
     ["app", () => 1, /must be a plain object/],
     ["app", [1, 2], /must be a plain object/],
     ["app", { value: Symbol("s") }, /a symbol cannot cross/],

@@ -3,7 +3,7 @@
 // the limit and its value; afterwards the sandbox keeps serving, or (when the engine
 // instance cannot go on) says it was disposed, and the next createSandbox works.
 import { describe, expect, it } from "vitest";
-import { createSandbox, DEFAULT_LIMITS, SandboxDisposedError, type RunResult, type Sandbox } from "scriptbox";
+import { configurePool, createSandbox, DEFAULT_LIMITS, runScript, SandboxDisposedError, type RunResult, type Sandbox } from "scriptbox";
 
 function failure(result: RunResult) {
   expect(result.ok).toBe(false);
@@ -47,6 +47,12 @@ describe("defaults", () => {
     await expect(createSandbox({ limits: { cpuTime: 5 } as never })).rejects.toThrow("limits.cpuTime is not a known limit");
     await expect(createSandbox({ limits: { memoryBytes: 1024 } })).rejects.toThrow(RangeError);
     await expect(createSandbox({ limits: { cpuTimeMs: Number.NaN } })).rejects.toThrow("limits.cpuTimeMs must be a number");
+    // A value of the wrong type is a TypeError that shows it as it is (the string "5" is not 5).
+    await expect(createSandbox({ limits: { maxHostCalls: "5" } as never })).rejects.toThrow(TypeError);
+    await expect(createSandbox({ limits: { maxHostCalls: "5" } as never })).rejects.toThrow('limits.maxHostCalls must be a number from 0 to 100000000, got the string "5"');
+    await expect(createSandbox({ limits: { cpuTimeMs: null } as never })).rejects.toThrow("got null");
+    await expect(runScript("export default () => 1", { queueTimeoutMs: "100" } as never)).rejects.toThrow('queueTimeoutMs must be a number from 0 to 86400000, got the string "100"');
+    expect(() => configurePool({ sharedWorkers: "2" } as never)).toThrow(new TypeError('pool option sharedWorkers must be an integer from 1 to 64, got the string "2"'));
   });
 });
 

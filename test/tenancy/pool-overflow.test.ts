@@ -1,0 +1,76 @@
+// Overflow workers (PoolOptions.overflowWorkers): while every shared worker is held by a
+// guest (one entry running 20 ms or more), a createSandbox sandbox placed then gets an
+// extra shared worker instead of queueing behind a guest that may run to its CPU limit.
+// Found by review: two sandboxes of one tenant spinning in `for (;;) {}` held both shared
+// workers of a 2-core machine, and every other createSandbox run waited ~2 CPU limits.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { configurePool, createSandbox, hostSync, poolStats, type Sandbox } from "scriptbox";
+
+/** A sandbox whose run spins until aborted, and a promise that resolves once it spins. */
+async function hog(): Promise<{ sandbox: Sandbox; controller: AbortController; running: Promise<unknown> }> {
+  let looping: () => void = () => {};
+  const inLoop = new Promise<void>((resolve) => (looping = resolve));
+  const sandbox = await createSandbox({ limits: { cpuTimeMs: 30_000, wallTimeMs: 60_000 }, modules: { probe: { looping: hostSync(() => looping()) } } });
+  const controller = new AbortController();
+  const running = sandbox.run("import { looping } from 'probe'; export default () => { looping(); for (;;) {} }", { signal: controller.signal });
+  await inLoop;
+  return { sandbox, controller, running };
+}
+
+const opened: Sandbox[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((sandbox) => sandbox.dispose()));
+});
+
+describe("overflow workers", () => {
+  it("a sandbox created while every shared worker is held runs on an overflow worker at once; the overflow worker ends 5 s after its last sandbox", async () => {
+    configurePool({ sharedWorkers: 2, overflowWorkers: 1, demotedWorkers: 0 });
+    const first = await hog();
+    const second = await hog();
+    opened.push(first.sandbox, second.sandbox);
+    // Held: the watchdog has seen both entries for 20 ms or more.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(poolStats()).toMatchObject({ shared: 2, overflow: 0 });
+    const order: string[] = [];
+    void first.running.then(() => order.push("hog"));
+    void second.running.then(() => order.push("hog"));
+    const victim = await createSandbox();
+    opened.push(victim);
+    const result = await victim.run("export default () => 'served'");
+    order.push("victim");
+    expect(result).toMatchObject({ ok: true, value: "served" });
+    expect(order).toEqual(["victim"]);
+    expect(poolStats().overflow).toBe(1);
+    first.controller.abort();
+    second.controller.abort();
+    await Promise.all([first.running, second.running]);
+    await Promise.all(opened.splice(0).map((sandbox) => sandbox.dispose()));
+    // Its last sandbox released: it ends OVERFLOW_IDLE_MS (5 s) later.
+    await vi.waitFor(() => expect(poolStats().overflow).toBe(0), { timeout: 15_000, interval: 250 });
+  }, 60_000);
+
+  it("with overflowWorkers: 0, such a sandbox waits for a held worker (as before)", async () => {
+    configurePool({ sharedWorkers: 2, overflowWorkers: 0, demotedWorkers: 0 });
+    const first = await hog();
+    const second = await hog();
+    opened.push(first.sandbox, second.sandbox);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const order: string[] = [];
+    const victim = await createSandbox();
+    opened.push(victim);
+    const result = victim.run("export default () => 'served'").then((outcome) => (order.push("victim"), outcome));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    order.push("hogs stopped");
+    first.controller.abort();
+    second.controller.abort();
+    expect(await result).toMatchObject({ ok: true, value: "served" });
+    expect(order).toEqual(["hogs stopped", "victim"]);
+    expect(poolStats().overflow).toBe(0);
+    await Promise.all([first.running, second.running]);
+  }, 60_000);
+
+  it("overflowWorkers is checked like the other pool options", () => {
+    expect(() => configurePool({ overflowWorkers: -1 })).toThrow(RangeError);
+    expect(() => configurePool({ overflowWorkers: 65 })).toThrow(/overflowWorkers must be an integer from 0 to 64/);
+  });
+});
