@@ -19,11 +19,14 @@ type ShapeNode = { f: number; s?: 1 } | { o: Record<string, ShapeNode> } | { v: 
 
 const built = new MapCtor<string, unknown>();
 const NO_BUFFERS: ArrayBuffer[] = [];
+/** The sandbox's maxHostCallBytes (the host checks it too): arguments past it are refused while being encoded. */
+let maxCallBytes = Infinity;
 
 export function hostModule(name: string): unknown {
   const cached = built.get(name);
   if (cached !== undefined) return cached;
-  const [membersJson, valuesJson, buffers] = bridge.hostModule(name);
+  const [membersJson, valuesJson, buffers, maxBytes] = bridge.hostModule(name);
+  maxCallBytes = maxBytes;
   const values = marshal().deserialize(valuesJson, buffers) as unknown[];
   const module = build(jsonParse(membersJson) as Record<string, ShapeNode>, values, name);
   built.set(name, module);
@@ -63,12 +66,21 @@ function encodeArguments(args: unknown[], label: string): [string, ArrayBuffer[]
 }
 
 function encodeWithMarshal(args: unknown[], label: string): [string, ArrayBuffer[]] {
-  const { serialize } = marshal();
+  const { serialize, serializeWithin } = marshal();
+  let encoded: [string, ArrayBuffer[]] | [null, number];
   try {
-    return serialize(args, "\u0000args");
+    encoded = serializeWithin(args, "\u0000args", maxCallBytes);
   } catch (error) {
+    // Not an Error: QuickJS's out-of-memory (it throws null at the heap's cap) or an
+    // interrupt. Passed on as it is, so the run ends as the engine reports it (kind
+    // memory), not as a TypeError the script could catch ("cannot be copied: null").
+    if (!(error instanceof ErrorCtor)) throw error;
     // "\0args[1].x: a function cannot cross…" → "app.store.set: argument 2 (at .x): a function cannot cross…"
-    const message = error instanceof ErrorCtor ? error.message : `${error}`;
+    const message = error.message;
+    // The engine's own out-of-memory error, as the script would get it anywhere else (the
+    // arguments did not fail to cross; the heap is full, and encoding them again to find
+    // which one "failed" would only fill it again).
+    if (message === "out of memory") throw error;
     const match = /^\u0000args\[(\d+)\]([^:]*)/.exec(message);
     if (match) throw new TypeErrorCtor(`${label}: argument ${+match[1]! + 1}${match[2] ? ` (at ${match[2]})` : ""}${message.slice(match[0].length)}`);
     // Something else threw (a proxy's trap, a stack overflow): find which argument.
@@ -82,6 +94,9 @@ function encodeWithMarshal(args: unknown[], label: string): [string, ArrayBuffer
     }
     throw new TypeErrorCtor(`${label}: ${position ? `argument ${position}` : "an argument"} cannot be copied: ${message}`);
   }
+  // By index (a prototype-free pair): destructuring would call an iterator a script may have replaced.
+  if (encoded[0] === null) throw new RangeErrorCtor(`limit: maxHostCallBytes (${formatBytes(maxCallBytes)}) exceeded: the arguments of ${label} are ${encoded[1]} bytes or more`);
+  return encoded as [string, ArrayBuffer[]];
 }
 
 /** A result's JSON and buffers (none: undefined); small plain ones skip the marshal module. */
@@ -92,6 +107,13 @@ function decodeResult(json: string, buffers: ArrayBuffer[] | undefined): unknown
   if ((first >= 48 && first <= 57) || first === 45) return +json;
   if (json.length < 64 && json.indexOf("$sbx") === -1) return jsonParse(json);
   return marshal().deserialize(json, NO_BUFFERS);
+}
+
+/** The host's formatBytes (host/limits.ts), for the same limit message as the host's check. */
+function formatBytes(bytes: number): string {
+  if (bytes >= 1048576 && bytes % 1048576 === 0) return `${bytes / 1048576} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
 }
 
 function hostError(name: string, message: string, code: string | number | undefined): Error {

@@ -1,3 +1,3 @@
 // Value marshalling and error description, for the host (see core's hooks).
-export { serialize, deserialize } from "./values.js";
+export { serialize, serializeWithin, deserialize } from "./values.js";
 export { describeError } from "./errors.js";

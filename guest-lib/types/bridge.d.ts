@@ -102,7 +102,8 @@ export interface Bridge {
    * valueBuffers]. Members are { f: number, s?: 1 } (a function), { o: {…} } (an object) or
    * { v: index } (a value; values decode with the marshal format into an array).
    */
-  hostModule(name: string): [string, string, ArrayBuffer[]];
+  /** [membersJson, valuesJson, valueBuffers, maxHostCallBytes]. */
+  hostModule(name: string): [string, string, ArrayBuffer[], number];
   /**
    * Calls async host function `id` with arguments encoded by marshal's serialize;
    * `onSettle(true, json, buffers)` or `onSettle(false, name, message, code)` runs once,

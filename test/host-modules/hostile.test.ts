@@ -76,6 +76,46 @@ describe("hostile arguments", () => {
     expect(value(allowed)).toBe(1e6);
   });
 
+  it("a sparse array argument is refused past maxHostCallBytes while it is encoded (catchable, at the default limits), not after", async () => {
+    let calls = 0;
+    const modules = { app: { take: async (a: unknown[]) => (calls++, a.length) } };
+    // Each hole is 20 bytes of JSON ({"$sbx":"undefined"}): 2,000,000 are ~40 MB. Encoded
+    // whole, the run ended at its CPU limit, or its worker was terminated in JSON.stringify.
+    const result = await runScript(
+      `import { take } from "app";
+       export default async () => { const a = []; a[2e6] = 1; try { return await take(a) } catch (e) { return e.name + ": " + e.message } }`,
+      { modules },
+    );
+    expect(value(result)).toMatch(/^RangeError: limit: maxHostCallBytes \(8 MiB\) exceeded: the arguments of app\.take are \d+ bytes or more$/);
+    expect(calls).toBe(0);
+    // The same sparse array within a larger limit crosses, holes as undefined.
+    const crossed = await runScript(
+      `import { take } from "app"; export default async () => { const a = []; a[1e5] = 1; return await take(a) }`,
+      { modules },
+    );
+    expect(value(crossed)).toBe(1e5 + 1);
+  });
+
+  it("a 1,000,000-element argument of small numbers crosses well within the default CPU limit", async () => {
+    let received = 0;
+    const result = await runScript(
+      `import { take } from "app"; export default () => take(new Array(1e6).fill(7))`,
+      { modules: { app: { take: hostSync((a: number[]) => (received = a.length)) } } },
+    );
+    expect(value(result)).toBe(1e6);
+    // ~4 s of the 5 s default before paths were built only for errors; ~1-1.5 s since.
+    expect(received).toBe(1e6);
+  });
+
+  it("an argument that fills the heap while it is encoded gives the engine's out-of-memory error, not a TypeError about the value", async () => {
+    const result = await runScript(
+      `import { take } from "app";
+       export default async () => { const a = []; for (let i = 0; i < 150000; i++) a.push({ i }); try { return await take(a) } catch (e) { return e.name + ": " + e.message } }`,
+      { modules: { app: { take: async (a: unknown[]) => a.length } }, limits: { memoryBytes: 32 * 1024 * 1024 } },
+    );
+    expect(value(result)).toBe("InternalError: out of memory");
+  });
+
   it("deeply nested arguments give a guest error or cross, and the sandbox keeps serving", async () => {
     const sandbox = await createSandbox({ modules: { app: { echo: async (a: unknown) => a, depth: hostSync((a: unknown) => { let d = 0; while (Array.isArray(a)) { a = a[0]; d++ } return d }) } } });
     try {

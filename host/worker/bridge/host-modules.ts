@@ -175,7 +175,7 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
   };
 
   return {
-    /** [membersJson, valuesJson, valueBuffers] of host module `name`. */
+    /** [membersJson, valuesJson, valueBuffers, maxHostCallBytes] of host module `name`. */
     hostModule(nameHandle) {
       const name = stringArg(ctx, nameHandle, "module name");
       const module = findModule(realm, name);
@@ -187,7 +187,10 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
       ctx.setProp(out, 0, members);
       ctx.setProp(out, 1, values[0]);
       ctx.setProp(out, 2, values[1]);
-      for (const handle of [members, ...values]) handle.dispose();
+      // The stubs refuse arguments past it while encoding them (guest-lib/marshal serializeWithin).
+      const maxCallBytes = ctx.newNumber(realm.services.config().limits.maxHostCallBytes);
+      ctx.setProp(out, 3, maxCallBytes);
+      for (const handle of [members, ...values, maxCallBytes]) handle.dispose();
       return out;
     },
 
