@@ -280,7 +280,8 @@ export class WorkerConnection {
    * of sandboxes that hold no state in this worker); each callback tries to withdraw its
    * run and send it elsewhere. Registered and removed by host/sandbox.ts.
    */
-  readonly movable = new Set<(roomElsewhere: boolean) => void>();
+  /** Queued runs that may move (Sandbox#movableWhileQueued), told where there is room: `forOneShot` leaves overflow workers out. */
+  readonly movable = new Set<(roomElsewhere: boolean, roomForOneShot: boolean) => void>();
   sandboxCount = 0;
   lost: WorkerLostError | null = null;
   /** Runs the host functions this worker's guests call (host modules). */
@@ -670,7 +671,8 @@ export class WorkerConnection {
     if (!warmingUp && nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0) {
       // A run of a demoted script moves to a demoted worker even where no other has room.
       const roomElsewhere = this.pool.hasRoomElsewhere(this, nowEpochMs);
-      for (const move of [...this.movable]) move(roomElsewhere);
+      const roomForOneShot = roomElsewhere && this.pool.hasRoomElsewhere(this, nowEpochMs, false);
+      for (const move of [...this.movable]) move(roomElsewhere, roomForOneShot);
     }
     if (this.watched.heldBy !== undefined) {
       // Not once past a deadline (the hard stop's to decide), nor past the CPU budget.
@@ -771,6 +773,8 @@ export class WorkerPool {
    * sandbox is released.
    */
   private readonly overflow: WorkerConnection[] = [];
+  /** Every overflow worker alive, retiring ones included: what overflowWorkers bounds (configure may retire some). */
+  private readonly overflowAlive = new Set<WorkerConnection>();
   private overflowRetireTimer: NodeJS.Timeout | null = null;
   /** Shared workers for the runs of demoted scripts, at the lowest OS priority (acquireDemoted). */
   private readonly demoted: WorkerConnection[] = [];
@@ -1100,11 +1104,14 @@ export class WorkerPool {
     } else {
       // Least queued work; ties go round-robin, so sandboxes created one after another
       // land on different workers while each refills its warm pool. One-shot runs from the
-      // line go to the shared workers only (they have the line and demotion instead).
+      // line go to the shared workers only (they have the line and demotion instead), and
+      // so do the others while a shared worker is free: offered always, an overflow worker
+      // took its share of ordinary sandboxes and never became idle enough to end (review).
       const now = performance.timeOrigin + performance.now();
       const perWorker = this.options.queuedRunsPerWorker;
       const withRoom = forLine && perWorker > 0 ? this.shared.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0) : [];
-      const candidates = withRoom.length > 0 ? withRoom : forLine ? this.shared : [...this.shared, ...this.overflow];
+      const overflowOffered = !forLine && this.overflow.length > 0 && this.shared.every((candidate) => candidate.isHeld(now));
+      const candidates = withRoom.length > 0 ? withRoom : overflowOffered ? [...this.shared, ...this.overflow] : this.shared;
       const start = this.nextShared++ % candidates.length;
       connection = candidates[start]!;
       let best = connection.queuedWork(now);
@@ -1157,8 +1164,8 @@ export class WorkerPool {
    * the defaults; a run moved from one held worker to the other; found by review).
    */
   private overflowNeeded(nowEpochMs: number): boolean {
-    if (this.overflow.length >= this.options.overflowWorkers || this.shared.length === 0) return false;
-    return [...this.shared, ...this.overflow].every((connection) => this.retiring.has(connection) || connection.isHeld(nowEpochMs));
+    if (this.overflowAlive.size >= this.options.overflowWorkers || this.shared.length === 0) return false;
+    return [...this.shared, ...this.overflow].every((connection) => connection.isHeld(nowEpochMs));
   }
 
   /** An overflow worker: one warm sandbox, no burst's engines kept (it serves while the shared ones are held). */
@@ -1166,6 +1173,7 @@ export class WorkerPool {
     const size = Math.min(1, this.options.warmSandboxesPerWorker);
     const connection = new WorkerConnection(this, false, { size, burstExtraMax: 0 });
     this.overflow.push(connection);
+    this.overflowAlive.add(connection);
     this.all.add(connection);
     return connection;
   }
@@ -1237,8 +1245,12 @@ export class WorkerPool {
   }
   private hardStops = 0;
 
-  /** Whether a run queued on `connection` would wait for less on another shared worker. */
-  hasRoomElsewhere(connection: WorkerConnection, nowEpochMs: number): boolean {
+  /**
+   * Whether a run queued on `connection` would wait for less on another shared worker;
+   * `overflow`: whether an overflow worker counts (not for one-shot runs, which never go
+   * to one: acquireShared(forLine)).
+   */
+  hasRoomElsewhere(connection: WorkerConnection, nowEpochMs: number, overflow = true): boolean {
     // A demoted run stays among the demoted workers (moving it to an ordinary one would undo its demotion).
     if (connection.dedicated || connection.demoted) return false;
     // A run queued on a held probation worker goes where the probation line could send it now.
@@ -1251,7 +1263,7 @@ export class WorkerPool {
     const here = connection.queuedWork(nowEpochMs);
     const others = [...this.shared, ...this.overflow].filter((other) => other !== connection && !this.retiring.has(other));
     if (others.some((other) => !other.isHeld(nowEpochMs) && other.queuedWork(nowEpochMs) + 1 < here)) return true;
-    return this.overflowNeeded(nowEpochMs);
+    return overflow && this.overflowNeeded(nowEpochMs);
   }
 
   /** Starts the shared workers now instead of at the first createSandbox; settles once they are warm. */
@@ -1286,6 +1298,7 @@ export class WorkerPool {
 
   forget(connection: WorkerConnection): void {
     this.retiring.delete(connection);
+    this.overflowAlive.delete(connection);
     if (!this.all.delete(connection)) return;
     // A thread that could not start; not one the watchdog stopped for a guest (the first run
     // of a replacement is often the next stuck hog among the bystanders), nor one the pool
@@ -1356,6 +1369,7 @@ export class WorkerPool {
     this.all.clear();
     this.shared.length = 0;
     this.overflow.length = 0;
+    this.overflowAlive.clear();
     if (this.overflowRetireTimer !== null) clearTimeout(this.overflowRetireTimer);
     this.overflowRetireTimer = null;
     this.demoted.length = 0;

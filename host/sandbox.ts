@@ -639,11 +639,13 @@ export class Sandbox {
   #movableWhileQueued(home: Home, slot: number, op: ActivationBody["op"], allowed: boolean): { promise: Promise<"moved">; cancel(): void } {
     const connection = home.connection;
     if (!allowed || op !== "run" || connection.dedicated || slot < 0) return { promise: new Promise<"moved">(() => undefined), cancel: () => undefined };
-    let move!: (roomElsewhere: boolean) => void;
+    let move!: (roomElsewhere: boolean, roomForOneShot: boolean) => void;
     const promise = new Promise<"moved">((resolve) => {
-      move = (roomElsewhere) => {
+      move = (roomElsewhere, roomForOneShot) => {
+        // A one-shot run never goes to an overflow worker (the line holds it instead).
+        const room = this.#oneShot ? roomForOneShot : roomElsewhere;
         // A run of a script demoted since it was sent goes to a demoted worker (#findHome).
-        if (!roomElsewhere && (home.connection.demoted || !this.#isDemoted())) return;
+        if (!room && (home.connection.demoted || !this.#isDemoted())) return;
         if (this.#home !== home || this.#plugins.size > 0 || this.#inFlight.size !== 1) return;
         if (!connection.withdrawIfQueued(slot)) return;
         connection.movable.delete(move);

@@ -54,8 +54,10 @@ export function transferCodingProblem(headerValue: string | null, strict: boolea
   const codings = headerValue
     .split(",")
     .map((c) => c.trim().toLowerCase())
-    .filter((c) => c !== "" && c !== "identity" && c !== "chunked");
-  if (codings.length === 0) return null;
+    .filter((c) => c !== "" && c !== "identity");
+  // Exactly one chunked: undici undoes one (`chunked, chunked` left the body still framed,
+  // the value cut by the framing and out of redaction's sight; found by review).
+  if (codings.length === 0 || (codings.length === 1 && codings[0] === "chunked")) return null;
   return "the request carried a secret and the body has a transfer coding other than chunked, which the transport does not decode, so it cannot be checked for the secret";
 }
 

@@ -30,14 +30,20 @@ export function echoPatterns(value: string): EchoPattern[] {
   return patterns;
 }
 
-/** The code points, each in any letter case it has (its lower- and upper-case forms of one code point). */
+/**
+ * The code points, each in any letter case it has (its lower- and upper-case forms of one
+ * code point), and a backslash also as a slash: the URL parser writes `\` as `/` in a
+ * URL of a special scheme, so a value with a backslash echoed into a redirect's path
+ * reached the script in `response.url` (found by review).
+ */
 function literal(codes: number[]): EchoPattern {
-  return { elements: codes.map(caseForms), optionalFirst: false, optionalLast: false };
+  return { elements: codes.map(echoedForms), optionalFirst: false, optionalLast: false };
 }
 
-function caseForms(code: number): number[] {
+function echoedForms(code: number): number[] {
   const char = String.fromCodePoint(code);
   const forms = new Set([code]);
+  if (code === 0x5c) forms.add(0x2f);
   for (const folded of [char.toLowerCase(), char.toUpperCase()]) {
     const folds = [...folded];
     if (folds.length === 1) forms.add(folds[0]!.codePointAt(0)!);

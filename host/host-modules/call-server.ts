@@ -139,9 +139,18 @@ export function failureOf(error: unknown, label: string): HostCallFailure {
     message = "an error whose message could not be read";
   }
   const failure: HostCallFailure = { name, message: message.slice(0, MAX_ERROR_MESSAGE) };
-  if (isInstance(thrown, HostError) && (thrown as HostError).code !== undefined) {
-    const { code } = thrown as HostError;
-    failure.code = typeof code === "string" ? code.slice(0, MAX_ERROR_MESSAGE) : code;
+  if (isInstance(thrown, HostError)) {
+    // HostError checks its code when made, but `code` is only readonly in TypeScript: it
+    // may have been replaced since (by a function, which postMessage cannot clone, or a
+    // getter that throws). Only a string or a finite number crosses.
+    let code: unknown;
+    try {
+      code = (thrown as HostError).code;
+    } catch {
+      code = undefined;
+    }
+    if (typeof code === "string") failure.code = code.slice(0, MAX_ERROR_MESSAGE);
+    else if (typeof code === "number" && Number.isFinite(code)) failure.code = code;
   }
   return failure;
 }

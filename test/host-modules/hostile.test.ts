@@ -347,6 +347,45 @@ describe("hostile host functions", () => {
     expect(thenCalls).toBe(0);
   });
 
+  it("a HostError whose code was replaced (a getter that throws, a function, a symbol) or that is wrapped in a throwing Proxy: a guest Error without the code; the embedder goes on", async () => {
+    const withCode = (code: PropertyDescriptor) => Object.defineProperty(new HostError("failed", { code: "E1" }), "code", code);
+    const thrown = [
+      withCode({ get: () => { throw new Error("HOST-INTERNAL /srv/secret/path"); } }),
+      withCode({ value: () => 1 }),
+      withCode({ value: Symbol("c") }),
+      new Proxy(new HostError("proxied", { code: "E2" }), { get: (target, key) => { if (key === "code") throw new Error("trap"); return Reflect.get(target, key); } }),
+    ];
+    const result = await runScript(
+      `import { fail, failSync } from "app";
+       export default async () => {
+         const out = [];
+         for (let i = 0; i < ${thrown.length}; i++) {
+           try { await fail(i) } catch (e) { out.push([e.name, e.message, e.code]) }
+           try { failSync(i) } catch (e) { out.push([e.name, e.message, e.code]) }
+         }
+         return out;
+       }`,
+      {
+        modules: {
+          app: {
+            fail: async (i: number) => Promise.reject(thrown[i]),
+            failSync: hostSync((i: number) => {
+              throw thrown[i];
+            }),
+          },
+        },
+        limits: { wallTimeMs: 10_000 },
+      },
+    );
+    const out = value(result) as [string, string, unknown][];
+    expect(out.map(([name, message]) => [name, message])).toEqual([
+      ["Error", "failed"], ["Error", "failed"], ["Error", "failed"], ["Error", "failed"], ["Error", "failed"], ["Error", "failed"], ["Error", "proxied"], ["Error", "proxied"],
+    ]);
+    // The codes did not cross (none is a string or a number any more), nor the getter's message.
+    expect(out.map(([, , code]) => code)).toEqual(new Array(8).fill(undefined));
+    expect(JSON.stringify(out)).not.toContain("HOST-INTERNAL");
+  });
+
   it("a HostError's string code is cut at 16 KiB, like its message", async () => {
     const result = await runScript(
       `import { fail } from "app"; export default async () => { try { await fail() } catch (e) { return [e.code.length, e.message.length] } }`,

@@ -14,6 +14,8 @@ import { startServer, value, type Sandbox, type Server } from "./helpers.js";
 const HEX = "9F3A7C1E5B2D8A4C6E0F1B3D5A7C9E2B";
 /** base64 with "/": a URL parser puts what comes before it in the host, the rest in the path. */
 const B64 = "q8Zx2mP9wL4nR7tB/1yDk3Fh6Jc5Vb0Ns+Ee";
+/** With a backslash: a URL parser writes it as "/" in the path of an http(s) URL. */
+const SLASHED = "Kq8Zx2mP9wL4nR7t\\B1yDk3Fh6Jc5Vb0N";
 
 let origin: Server; // HEX and B64 are bound to it
 let codedEcho: net.Server; // bound to HEX as well: answers with Transfer-Encoding: gzip, chunked
@@ -33,6 +35,12 @@ beforeAll(async () => {
       res.writeHead(302, { location: `http://${String(req.headers["x-forwarded-host"]).toLowerCase()}/docs/` });
       return res.end();
     }
+    if (url.pathname === "/same-origin") {
+      // A redirect to the bound origin itself, its path made of a header the script chose.
+      res.writeHead(302, { location: `/docs/${String(req.headers["x-next"])}` });
+      return res.end();
+    }
+    if (url.pathname.startsWith("/docs/")) return res.end("docs");
     if (url.pathname === "/lower") return res.end(`you sent: ${String(req.headers["x-key"]).toLowerCase()} (end)`);
     res.end("ok");
   });
@@ -41,14 +49,24 @@ beforeAll(async () => {
     socket.on("data", (data) => {
       head += data.toString("latin1");
       if (!head.includes("\r\n\r\n")) return;
-      const body = zlib.gzipSync(Buffer.from(head.split("\r\n\r\n")[0]!, "latin1")); // the request head, echoed
+      const echoed = Buffer.from(head.split("\r\n\r\n")[0]!, "latin1"); // the request head, echoed
+      if (head.startsWith("GET /twice")) {
+        // Chunked twice: undici undoes one layer; the inner chunks (3 bytes each) cut the value.
+        let inner = "";
+        for (let i = 0; i < echoed.length; i += 3) inner += `3\r\n${echoed.subarray(i, i + 3).toString("latin1")}\r\n`;
+        inner += "0\r\n\r\n";
+        const outer = Buffer.from(inner, "latin1");
+        socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\nConnection: close\r\n\r\n${outer.length.toString(16)}\r\n`), outer, Buffer.from("\r\n0\r\n\r\n")]));
+        return;
+      }
+      const body = zlib.gzipSync(echoed);
       socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n`), body, Buffer.from("\r\n0\r\n\r\n")]));
     });
   });
   await new Promise<void>((resolve) => codedEcho.listen(0, "127.0.0.1", resolve));
   const codedPort = (codedEcho.address() as net.AddressInfo).port;
   codedOrigin = `http://127.0.0.1:${codedPort}`;
-  const secrets = { HEX: { value: HEX, origins: [origin.origin, codedOrigin] }, B64: { value: B64, origins: [origin.origin] } };
+  const secrets = { HEX: { value: HEX, origins: [origin.origin, codedOrigin] }, B64: { value: B64, origins: [origin.origin] }, SLASHED: { value: SLASHED, origins: [origin.origin] } };
   strict = await createSandbox({ net: { allow: [`127.0.0.1:${origin.port}`, `127.0.0.1:${codedPort}`] }, secrets });
   open = await createSandbox({ net: { allow: [`127.0.0.1:${origin.port}`, `127.0.0.1:${codedPort}`, "*"] }, secrets });
 });
@@ -108,6 +126,15 @@ describe("a redirect whose Location the bound origin built from a header the scr
   });
 });
 
+test("a value with a backslash, echoed into a redirect's path on its own origin, does not reach response.url with the backslash made a slash", async () => {
+  const url = String(
+    await value(strict, `return (await fetch(input.origin + "/same-origin", { headers: { "x-next": secret("SLASHED") } })).url;`, { origin: origin.origin }),
+  );
+  expect(url).not.toContain(SLASHED.replace("\\", "/"));
+  expect(url).not.toContain(SLASHED);
+  expect(url).toMatch(/\/docs\/scriptbox-secret\.SLASHED\./);
+});
+
 test("an echo of the value with its letter case folded is redacted like the value itself", async () => {
   const seen = (await value(
     strict,
@@ -134,6 +161,13 @@ test("a body with a transfer coding other than chunked fails the fetch when a se
   expect(outcome).toBe(
     "TypeError: fetch failed: cannot decode the response body: the request carried a secret and the body has a transfer coding other than chunked, which the transport does not decode, so it cannot be checked for the secret",
   );
+  // Chunked twice is refused the same way (undici undoes one layer).
+  const twice = await value(
+    strict,
+    `try { return (await (await fetch(input.coded + "/twice", { headers: { authorization: "Bearer " + secret("HEX") } })).text()).length } catch (error) { return error.message }`,
+    { coded: codedOrigin },
+  );
+  expect(twice).toMatch(/transfer coding other than chunked/);
   // Without a secret the body is passed through as it came (the script gets the coded bytes).
   const plain = await value(strict, `return (await (await fetch(input.coded)).arrayBuffer()).byteLength`, { coded: codedOrigin });
   expect(plain).toBeGreaterThan(0);

@@ -69,6 +69,62 @@ describe("overflow workers", () => {
     await Promise.all([first.running, second.running]);
   }, 60_000);
 
+  it("once no shared worker is held, new sandboxes go to the shared workers: the overflow worker ends under steady light traffic", async () => {
+    configurePool({ sharedWorkers: 2, overflowWorkers: 1, demotedWorkers: 0 });
+    const first = await hog();
+    const second = await hog();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const victim = await createSandbox();
+    expect((await victim.run("export default () => 1")).ok).toBe(true);
+    expect(poolStats().overflow).toBe(1);
+    first.controller.abort();
+    second.controller.abort();
+    await Promise.all([first.running, second.running]);
+    await Promise.all([first.sandbox.dispose(), second.sandbox.dispose(), victim.dispose()]);
+    // A sandbox every 400 ms, each alive 1 s: offered the overflow worker too, it took its
+    // share of them and never ended (found by review).
+    const living: Promise<void>[] = [];
+    const until = performance.now() + 8_000;
+    while (performance.now() < until) {
+      living.push(
+        (async () => {
+          const sandbox = await createSandbox();
+          expect((await sandbox.run("export default () => 1")).ok).toBe(true);
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          await sandbox.dispose();
+        })(),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    }
+    expect(poolStats().overflow).toBe(0);
+    await Promise.all(living);
+  }, 60_000);
+
+  it("turning overflowWorkers off and on while everything is held starts no more overflow workers than it allows", async () => {
+    configurePool({ sharedWorkers: 2, overflowWorkers: 1, demotedWorkers: 0 });
+    const hogs = [await hog(), await hog()];
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    hogs.push(await hog()); // on the overflow worker, holding it
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(poolStats().overflow).toBe(1);
+    for (let i = 0; i < 3; i++) {
+      configurePool({ overflowWorkers: 0 }); // the held overflow worker retires (it has a sandbox)
+      configurePool({ overflowWorkers: 1 });
+      const extra = await createSandbox();
+      opened.push(extra);
+      const controller = new AbortController();
+      // Queued behind a held worker: nothing else may start while the retiring one lives.
+      void extra.run("export default () => 1", { signal: controller.signal });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      controller.abort();
+    }
+    const stats = poolStats();
+    expect(stats.overflow + stats.retiringShared).toBeLessThanOrEqual(1);
+    for (const { controller } of hogs) controller.abort();
+    await Promise.all(hogs.map(({ running }) => running));
+    opened.push(...hogs.map(({ sandbox }) => sandbox));
+  }, 60_000);
+
   it("overflowWorkers is checked like the other pool options", () => {
     expect(() => configurePool({ overflowWorkers: -1 })).toThrow(RangeError);
     expect(() => configurePool({ overflowWorkers: 65 })).toThrow(/overflowWorkers must be an integer from 0 to 64/);
