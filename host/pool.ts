@@ -190,6 +190,12 @@ export class WorkerLostError extends Error {
      * only their place (not a crash, not a shutdown).
      */
     readonly byWatchdog = false,
+    /**
+     * For the runaway: the CPU time its stuck guest entry had used (the thread's clock,
+     * from the entry's start; null without a per-thread clock), and the wall deadline the
+     * entry ran under (epoch ms), from which its activation's start is known.
+     */
+    readonly stopped: { entryCpuMs: number | null; wallDeadlineEpochMs: number } | null = null,
   ) {
     super(message);
     this.name = "WorkerLostError";
@@ -736,7 +742,9 @@ export class WorkerConnection {
     // Still the same entry: the sandbox blamed (and demoted) is the one that ran it.
     if (this.watchdog[WATCHDOG_FIELDS.entry] !== entry) return;
     this.pool.noteHardStop();
-    this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason, true));
+    const entryCpuMs = this.clock.isCpu ? (this.clock.nowNs() - this.watched.heldFromNs) / 1e6 : null;
+    const stopped = { entryCpuMs, wallDeadlineEpochMs: deadline };
+    this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason, true, stopped));
     void this.worker.terminate();
   }
 

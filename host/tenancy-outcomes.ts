@@ -52,10 +52,15 @@ export function evictedOutcome(what: "run" | "load" | "call", cause: string, los
   return outcome("evicted", "EvictedError", message);
 }
 
-/** The embedder's own sandbox was the runaway: its worker was terminated and it is disposed. */
-export function hardStoppedOutcome(kind: "cpu" | "timeout", limit: string): ActivationOutcome {
+/**
+ * The embedder's own sandbox was the runaway: its worker was terminated and it is disposed.
+ * `used`: its CPU and wall time as the watchdog saw them (the worker, which would have
+ * reported them, is gone).
+ */
+export function hardStoppedOutcome(kind: "cpu" | "timeout", limit: string, used: { cpuTimeMs: number; wallTimeMs: number } | null = null): ActivationOutcome {
   const reason = `${limit} exceeded inside a native call that ignored the interrupt; the sandbox's worker was terminated`;
-  return outcome(kind, "LimitError", `${reason} and the sandbox disposed`, { sandboxDisposed: reason });
+  const stats = used === null ? { ...NO_STATS } : { ...NO_STATS, ...used };
+  return outcome(kind, "LimitError", `${reason} and the sandbox disposed`, { sandboxDisposed: reason, stats });
 }
 
 /** The sandbox could not go on (it could not be created, or its engine failed). */

@@ -71,6 +71,11 @@ describe("hostile scripts among ordinary ones", () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     const hog = await runScript(NATIVE_HOG, { limits: HOG_LIMITS });
     expect(hog).toMatchObject({ ok: false, error: { kind: "cpu" } });
+    // Its stats come from the watchdog's view (the worker that would report them is gone):
+    // past its 100 ms CPU limit, in CPU and wall time; they were zeros, and its running
+    // time counted as queuedMs (found by review).
+    expect(hog.stats.cpuTimeMs).toBeGreaterThanOrEqual(HOG_LIMITS.cpuTimeMs);
+    expect(hog.stats.wallTimeMs).toBeGreaterThanOrEqual(hog.stats.cpuTimeMs - 1);
     const result = await bystander;
     expect(result).toMatchObject({ ok: true, value: "done" });
     // It waited for the hog's worker to die and then ran again: that is queued time.
@@ -89,6 +94,11 @@ describe("hostile scripts among ordinary ones", () => {
     while (requests === before) await new Promise((resolve) => setTimeout(resolve, 10));
     const hog = await runScript(NATIVE_HOG, { limits: HOG_LIMITS });
     expect(hog).toMatchObject({ ok: false, error: { kind: "cpu" } });
+    // Its stats come from the watchdog's view (the worker that would report them is gone):
+    // past its 100 ms CPU limit, in CPU and wall time; they were zeros, and its running
+    // time counted as queuedMs (found by review).
+    expect(hog.stats.cpuTimeMs).toBeGreaterThanOrEqual(HOG_LIMITS.cpuTimeMs);
+    expect(hog.stats.wallTimeMs).toBeGreaterThanOrEqual(hog.stats.cpuTimeMs - 1);
     const result = await bystander;
     expect(result).toMatchObject({ ok: false, error: { kind: "evicted", name: "EvictedError" } });
     if (!result.ok) expect(result.error.message).toContain("safe to retry");
