@@ -88,6 +88,26 @@ console.log(JSON.stringify(result.ok ? result.value : result.error));\n`,
     expect(out.stdout.trim()).toBe("42");
   });
 
+  it("from CommonJS: require() says the package is ES modules and how to load it; await import() works", () => {
+    writeFileSync(
+      join(app, "legacy.cjs"),
+      `try { require("scriptbox"); console.log("required") } catch (error) { console.log(error.code + ": " + error.message) }
+(async () => {
+  const { createSandbox } = await import("scriptbox");
+  const sandbox = await createSandbox();
+  const result = await sandbox.run("export default () => 6 * 7");
+  await sandbox.dispose();
+  console.log(result.ok ? result.value : result.error.message);
+})();\n`,
+    );
+    const out = run(process.execPath, ["legacy.cjs"]);
+    expect(out.stderr).toBe("");
+    expect(out.stdout.trim().split("\n")).toEqual([
+      'ERR_REQUIRE_ESM: scriptbox is an ES module package: use import { createSandbox } from "scriptbox", or from CommonJS const { createSandbox } = await import("scriptbox")',
+      "42",
+    ]);
+  });
+
   it("the library's types check under strict tsc without skipLibCheck, and the guest types resolve as scriptbox/guest", () => {
     writeFileSync(
       join(app, "embed.ts"),
