@@ -193,7 +193,7 @@ export class Sandbox {
     const id = nextSandboxId++;
     const hostModules = SandboxHostModules.declare(own(options as Record<string, unknown>, "modules"), id, config.limits.maxHostCallBytes);
     if (hostModules.manifest) config.hostModules = hostModules.manifest;
-    const sandbox = new Sandbox(pool, id, config, options.isolate === true, options.onLog ?? null, hostModules, oneShot, oneShot ? demotionKey : null);
+    const sandbox = new Sandbox(pool, id, config, options.isolate === true, options.onLog ?? null, hostModules, oneShot, demotionKey);
     // Not awaited: the worker handles messages in order, so the first run is pipelined
     // behind the creation instead of waiting a round trip for it. An isolated sandbox may
     // wait here for a dedicated worker: that wait counts as its first run's queued time.
@@ -306,12 +306,16 @@ export class Sandbox {
     return this.#demotionKey !== null && this.#pool.isDemoted(this.#demotionKey);
   }
 
-  /** Which line a one-shot run of this sandbox's script waits in: the demoted, the probation (a script new to the pool) or the ordinary one. */
+  /**
+   * Which line a one-shot run of this sandbox's script waits in, or which workers a
+   * createSandbox sandbox of a tenant goes to: the demoted, the probation (a one-shot script
+   * new to the pool; never a createSandbox sandbox) or the ordinary ones.
+   */
   #standing(): "demoted" | "new" | "ordinary" {
     const key = this.#demotionKey;
     if (key === null) return "ordinary";
     if (this.#pool.isDemoted(key)) return "demoted";
-    return !this.#probationWaived && this.#pool.isNewScript(key) ? "new" : "ordinary";
+    return this.#oneShot && !this.#probationWaived && this.#pool.isNewScript(key) ? "new" : "ordinary";
   }
 
   /** Leaves a home whose worker is gone (or at disposal); its plugins are lost with it. The worker is released once `releaseAfter` settles, if given. */
@@ -847,14 +851,19 @@ export class Plugin {
 }
 
 /** Creates a sandbox: its worker, engine instance and limits. Options are validated here. */
-export function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-  return Sandbox.create(options);
+export async function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  if (options === null || typeof options !== "object" || !Object.hasOwn(options, "tenant")) return Sandbox.create(options);
+  const { tenant, ...sandboxOptions } = options;
+  const name = checkTenant(tenant, "createSandbox");
+  const pool = sharedPool();
+  // The tenant's sandboxes go apart once one of them held its worker (host/run-demotion.ts).
+  return Sandbox.create(sandboxOptions, pool, false, name !== undefined && pool.demotionOn ? RunDemotion.keyOf("", name) : null);
 }
 
-/** runScript's `tenant`: a name of 1-256 characters. */
-function checkTenant(value: unknown): string | undefined {
+/** The `tenant` option: a name of 1-256 characters. */
+function checkTenant(value: unknown, where: "runScript" | "createSandbox"): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== "string" || value.length === 0 || value.length > 256) throw new TypeError("runScript option tenant must be a string of 1 to 256 characters");
+  if (typeof value !== "string" || value.length === 0 || value.length > 256) throw new TypeError(`${where} option tenant must be a string of 1 to 256 characters`);
   return value;
 }
 
@@ -870,7 +879,7 @@ export async function runScript<T = unknown>(source: string, options: RunScriptO
   let tenant: string | undefined;
   for (const key of Object.keys(options ?? {})) {
     const value = (options as Record<string, unknown>)[key];
-    if (key === "tenant") tenant = checkTenant(value);
+    if (key === "tenant") tenant = checkTenant(value, "runScript");
     // `modules` are the sandbox's: a one-shot sandbox has only the one run.
     else if (key !== "modules" && (RUN_OPTION_KEYS as readonly string[]).includes(key)) runOptions[key] = value;
     else sandboxOptions[key] = value;

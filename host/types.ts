@@ -107,6 +107,15 @@ export interface SandboxOptions {
    * values. See docs/host-modules.md.
    */
   modules?: HostModules;
+  /**
+   * Who the sandbox's code belongs to (1-256 characters), for demotion: once one of its
+   * runs holds its worker for long (50 ms of CPU in one go, 25 ms while others wait for
+   * that worker) or is hard-stopped, the tenant's sandboxes created for `demotionMs` after
+   * go to the demoted workers, at the lowest OS priority, apart from everyone else's
+   * (sandboxes already made stay where their state lives). Without it a createSandbox
+   * sandbox is never demoted (docs/architecture.md, "Tenancy").
+   */
+  tenant?: string;
 }
 
 /** The part of AbortSignal that scriptbox uses. */
@@ -160,16 +169,12 @@ export interface RunOptions extends CallOptions {
   sourceModules?: Record<string, { source: string; filename?: string }>;
 }
 
-/** runScript's options: the sandbox's and the run's in one object, and `tenant`. */
-export type RunScriptOptions = SandboxOptions &
-  RunOptions & {
-    /**
-     * Who the script belongs to (1-256 characters), for demotion: a one-shot script that
-     * holds its worker for long demotes every script of its tenant for a while, not only
-     * its own text (docs/architecture.md, "Tenancy"). Without it a script is known by its text.
-     */
-    tenant?: string;
-  };
+/**
+ * runScript's options: the sandbox's and the run's in one object. Its `tenant`: a one-shot
+ * script that holds its worker for long demotes every script of its tenant for a while, not
+ * only its own text (docs/architecture.md, "Tenancy"); without it a script is known by its text.
+ */
+export type RunScriptOptions = SandboxOptions & RunOptions;
 
 export interface LoadOptions extends CallOptions {
   filename?: string;
