@@ -195,7 +195,7 @@ export class WorkerLostError extends Error {
      * from the entry's start; null without a per-thread clock), and the wall deadline the
      * entry ran under (epoch ms), from which its activation's start is known.
      */
-    readonly stopped: { entryCpuMs: number | null; wallDeadlineEpochMs: number } | null = null,
+    readonly stopped: { cpuLeftMs: number | null; wallDeadlineEpochMs: number } | null = null,
   ) {
     super(message);
     this.name = "WorkerLostError";
@@ -742,8 +742,11 @@ export class WorkerConnection {
     // Still the same entry: the sandbox blamed (and demoted) is the one that ran it.
     if (this.watchdog[WATCHDOG_FIELDS.entry] !== entry) return;
     this.pool.noteHardStop();
-    const entryCpuMs = this.clock.isCpu ? (this.clock.nowNs() - this.watched.heldFromNs) / 1e6 : null;
-    const stopped = { entryCpuMs, wallDeadlineEpochMs: deadline };
+    // The CPU budget left to the activation (negative past it): its CPU deadline is the
+    // thread's clock at an entry plus the budget left then, so the run's CPU time is its
+    // limit minus this (all its entries, not only the stuck one).
+    const cpuLeftMs = this.clock.isCpu && cpuDeadlineNs > 0 ? (cpuDeadlineNs - this.clock.nowNs()) / 1e6 : null;
+    const stopped = { cpuLeftMs, wallDeadlineEpochMs: deadline };
     this.onLost(new WorkerLostError(`the worker was terminated to stop sandbox ${sandboxId}, stuck past its deadline`, sandboxId, reason, true, stopped));
     void this.worker.terminate();
   }
@@ -1269,7 +1272,7 @@ export class WorkerPool {
     // waited ~2 CPU limits; found by review). Where every worker is held, to an overflow
     // worker (acquireShared starts one) while there may be one more.
     const here = connection.queuedWork(nowEpochMs);
-    const others = [...this.shared, ...this.overflow].filter((other) => other !== connection && !this.retiring.has(other));
+    const others = (overflow ? [...this.shared, ...this.overflow] : this.shared).filter((other) => other !== connection && !this.retiring.has(other));
     if (others.some((other) => !other.isHeld(nowEpochMs) && other.queuedWork(nowEpochMs) + 1 < here)) return true;
     return overflow && this.overflowNeeded(nowEpochMs);
   }

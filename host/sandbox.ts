@@ -739,16 +739,18 @@ export class Sandbox {
       // This sandbox's own guest was the runaway the watchdog stopped.
       const kind = error.stopReason ?? "cpu";
       const limit = kind === "timeout" ? `wallTimeMs limit (${this.#limits.wallTimeMs} ms)` : `cpuTimeMs limit (${this.#limits.cpuTimeMs} ms)`;
-      // What it used, from the watchdog's view of the stuck entry: the entry's CPU time (at
-      // least the run's), and the wall time since the activation began, known from the
-      // deadline it ran under (the wall deadline; without a per-thread clock the sooner of
-      // both limits as wall time). Zeros before, and the run's time counted as queuedMs.
+      // What it used, from the watchdog's view: its CPU time is its limit minus the budget
+      // it had left (negative past the limit), and its wall time runs from when the
+      // activation began, known from the deadline it ran under (the wall deadline; without
+      // a per-thread clock the sooner of both limits as wall time, and the CPU time is not
+      // known apart from it). Zeros before, and the run's time counted as queuedMs.
       const stopped = error.stopped;
       let stats: { cpuTimeMs: number; wallTimeMs: number } | null = null;
       if (stopped !== null && stopped.wallDeadlineEpochMs > 0) {
-        const span = stopped.entryCpuMs === null ? Math.min(this.#limits.cpuTimeMs, this.#limits.wallTimeMs) : this.#limits.wallTimeMs;
+        const span = stopped.cpuLeftMs === null ? Math.min(this.#limits.cpuTimeMs, this.#limits.wallTimeMs) : this.#limits.wallTimeMs;
         const wallTimeMs = Math.max(0, performance.timeOrigin + performance.now() - (stopped.wallDeadlineEpochMs - span));
-        stats = { cpuTimeMs: Math.round((stopped.entryCpuMs ?? wallTimeMs) * 1000) / 1000, wallTimeMs: Math.round(wallTimeMs * 1000) / 1000 };
+        const cpuTimeMs = stopped.cpuLeftMs === null ? wallTimeMs : Math.max(0, this.#limits.cpuTimeMs - stopped.cpuLeftMs);
+        stats = { cpuTimeMs: Math.round(cpuTimeMs * 1000) / 1000, wallTimeMs: Math.round(wallTimeMs * 1000) / 1000 };
       }
       const outcome = hardStoppedOutcome(kind, limit, stats);
       this.#markDisposed(outcome.sandboxDisposed!);

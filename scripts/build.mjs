@@ -47,14 +47,6 @@ await esbuild.build({
   logLevel: "warning",
 });
 
-// What `require("scriptbox")` loads (the package's "require" export condition): the package
-// is ES modules only, and without this Node's own error ("No "exports" main defined")
-// says nothing of what to do instead.
-writeFileSync(
-  join(dist, "src", "require.cjs"),
-  `throw Object.assign(new Error('scriptbox is an ES module package: use import { createSandbox } from "scriptbox", or from CommonJS const { createSandbox } = await import("scriptbox")'), { code: "ERR_REQUIRE_ESM" });\n`,
-);
-
 // Static assets the host code reads at run time (HTML templates and the like).
 for (const dir of ["emulator/assets"]) {
   if (existsSync(join(root, dir))) cpSync(join(root, dir), join(dist, dir), { recursive: true });

@@ -66,7 +66,7 @@ function encodeArguments(args: unknown[], label: string): [string, ArrayBuffer[]
 }
 
 function encodeWithMarshal(args: unknown[], label: string): [string, ArrayBuffer[]] {
-  const { serialize, serializeWithin } = marshal();
+  const { serializeWithin } = marshal();
   let encoded: [string, ArrayBuffer[]] | [null, number];
   try {
     encoded = serializeWithin(args, "\u0000args", maxCallBytes);
@@ -83,11 +83,13 @@ function encodeWithMarshal(args: unknown[], label: string): [string, ArrayBuffer
     if (message === "out of memory") throw error;
     const match = /^\u0000args\[(\d+)\]([^:]*)/.exec(message);
     if (match) throw new TypeErrorCtor(`${label}: argument ${+match[1]! + 1}${match[2] ? ` (at ${match[2]})` : ""}${message.slice(match[0].length)}`);
-    // Something else threw (a proxy's trap, a stack overflow): find which argument.
+    // Something else threw (a proxy's trap, a stack overflow): find which argument, each
+    // within the size bound (an argument past it is not the one that threw, and encoding
+    // it whole again ran a sparse array to the CPU limit; found by review).
     let position = 0;
     for (let i = 0; i < args.length && position === 0; i++) {
       try {
-        serialize(args[i], "");
+        serializeWithin(args[i], "", maxCallBytes);
       } catch {
         position = i + 1;
       }

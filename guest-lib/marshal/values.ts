@@ -33,7 +33,17 @@ import {
   objectIs,
   objectKeys,
   reflectApply,
+  stringSlice,
+  uncurry,
+  MapCtor,
+  mapGet,
+  mapSet,
 } from "scriptbox:intrinsics";
+
+// Captured when this module loads (the core puts the pristine builtins back while a
+// module's factory runs): used by writeJson on the prototype-free arrays encode builds.
+const arrayJoin = uncurry(Array.prototype.join as (separator?: string) => string);
+const arraySlice = uncurry(Array.prototype.slice as (start?: number, end?: number) => unknown[]);
 
 // This module is loaded after the script has run, so it calls no method a script could
 // have poisoned (Array.prototype.push, Function.prototype.call, …): captured functions only.
@@ -69,7 +79,15 @@ interface Path {
   /** At least this many bytes of JSON (and buffers) so far, and the most allowed (serializeWithin). */
   size: number;
   max: number;
+  /** Output containers writeJson must not stringify in one call: LARGE (too many members) or HOLDS_LARGE. */
+  large: Map<object, number>;
+  largeCount: number;
 }
+
+/** An array or object with more members than this is written SLICE members at a time (writeJson). */
+const SLICE = 4096;
+const LARGE = 1;
+const HOLDS_LARGE = 2;
 
 /** Thrown by encode past `max`: caught by serializeWithin, never seen by a script. */
 const TOO_LARGE = { tooLarge: true };
@@ -132,8 +150,12 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
       charge(path, 5);
       return value;
     case "number":
-      charge(path, 2);
-      return isFinite(value) && !objectIs(value, -0) ? value : numberMarker(value);
+      if (isFinite(value) && !objectIs(value, -0)) {
+        charge(path, 2);
+        return value;
+      }
+      charge(path, 34); // {"$sbx":"number","v":"-Infinity"},
+      return numberMarker(value);
     case "undefined":
       charge(path, 21);
       return UNDEFINED;
@@ -151,7 +173,13 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
   const object = value as object;
   if (contains(ancestors, object)) refuse(path, ancestors.length, "a value with a cycle");
   if (object instanceof DateCtor) {
-    return isFinite(dateGetTime(object)) ? dateToISOString(object) : null;
+    if (!isFinite(dateGetTime(object))) {
+      charge(path, 5);
+      return null;
+    }
+    const iso = dateToISOString(object);
+    charge(path, iso.length + 3);
+    return iso;
   }
   if (object instanceof ArrayBufferCtor) {
     charge(path, (object as ArrayBuffer).byteLength + 20);
@@ -168,6 +196,7 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
   ancestors[depth] = object;
   const keysOnPath = path.keys;
   try {
+    const largeBefore = path.largeCount;
     if (isArray(object)) {
       charge(path, 2);
       const out = plainArray();
@@ -177,6 +206,7 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
         keysOnPath[depth] = i;
         out[i] = encode(object[i], path, ancestors, buffers);
       }
+      markSize(path, out, out.length, largeBefore);
       return out;
     }
     const proto = getPrototypeOf(object);
@@ -195,7 +225,11 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
       keysOnPath[depth] = key;
       defineData(out, key, encode((object as Record<string, unknown>)[key], path, ancestors, buffers));
     }
-    return hasOwn(out, MARK) ? marker("object", "v", out) : out;
+    markSize(path, out, keys.length, largeBefore);
+    if (!hasOwn(out, MARK)) return out;
+    const wrapped = marker("object", "v", out);
+    if (path.largeCount > largeBefore) mapSet(path.large, wrapped, HOLDS_LARGE);
+    return wrapped;
   } finally {
     ancestors.length = depth;
     keysOnPath.length = depth;
@@ -228,12 +262,78 @@ export function serializeWithin(value: unknown, rootName: string, maxBytes: numb
 }
 
 function newPath(root: string, max: number): Path {
-  return { root, keys: plainArray() as (string | number)[], size: 0, max };
+  return { root, keys: plainArray() as (string | number)[], size: 0, max, large: new MapCtor<object, number>(), largeCount: 0 };
+}
+
+/** Records a container writeJson must write in parts: one with more than SLICE members, or one holding such a container. */
+function markSize(path: Path, out: object, members: number, largeBefore: number): void {
+  if (members > SLICE) {
+    mapSet(path.large, out, LARGE);
+    path.largeCount++;
+  } else if (path.largeCount > largeBefore) {
+    mapSet(path.large, out, HOLDS_LARGE);
+  }
+}
+
+/**
+ * JSON text of what encode built, as JSON.stringify writes it, but never one native call
+ * over more than SLICE members of a container: JSON.stringify runs in C, where the
+ * interrupt does not reach, and 2,000,000 array members (54 MB of JSON) outlived a run's
+ * CPU limit and its grace, so the watchdog terminated the worker and every sandbox on it
+ * (found by review). The parts are joined once at the end.
+ */
+function writeJson(node: unknown, large: Map<object, number>, parts: string[]): void {
+  const kind = typeof node === "object" && node !== null ? mapGet(large, node) : undefined;
+  if (kind === undefined) {
+    parts[parts.length] = jsonStringify(node) as string;
+    return;
+  }
+  if (isArray(node)) {
+    parts[parts.length] = "[";
+    const n = node.length;
+    for (let i = 0; i < n; ) {
+      if (i > 0) parts[parts.length] = ",";
+      // A run of members with nothing large in them goes in one call, at most SLICE long.
+      let end = i;
+      while (end < n && end - i < SLICE && !isMarked(large, node[end])) end++;
+      if (end === i) {
+        writeJson(node[i], large, parts);
+        i++;
+        continue;
+      }
+      const run = arraySlice(node, i, end);
+      setPrototypeOf(run, null); // as encode's own arrays: JSON.stringify finds no toJSON on it
+      const text = jsonStringify(run) as string;
+      parts[parts.length] = stringSlice(text, 1, text.length - 1);
+      i = end;
+    }
+    parts[parts.length] = "]";
+    return;
+  }
+  const record = node as Record<string, unknown>;
+  const keys = objectKeys(record);
+  parts[parts.length] = "{";
+  for (let i = 0; i < keys.length; i++) {
+    parts[parts.length] = `${i > 0 ? "," : ""}${jsonStringify(keys[i]) as string}:`;
+    writeJson(record[keys[i]!], large, parts);
+  }
+  parts[parts.length] = "}";
+}
+
+function isMarked(large: Map<object, number>, value: unknown): boolean {
+  return typeof value === "object" && value !== null && mapGet(large, value) !== undefined;
 }
 
 function encodeAlong(value: unknown, path: Path): [string, ArrayBuffer[]] {
   const buffers = plainArray() as ArrayBuffer[];
-  const json = jsonStringify(encode(value, path, plainArray(), buffers)) as string;
+  const encoded = encode(value, path, plainArray(), buffers);
+  let json: string;
+  if (path.largeCount === 0) json = jsonStringify(encoded) as string;
+  else {
+    const parts = plainArray() as string[];
+    writeJson(encoded, path.large, parts);
+    json = arrayJoin(parts, "");
+  }
   // The host reads both by index: own data properties, no getters on the way.
   const pair = plainArray();
   defineData(pair, 0, json);

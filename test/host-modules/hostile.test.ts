@@ -96,6 +96,33 @@ describe("hostile arguments", () => {
     expect(value(crossed)).toBe(1e5 + 1);
   });
 
+  it("arguments of special numbers or dates are counted at their JSON size: refused past maxHostCallBytes before the JSON is built", async () => {
+    let calls = 0;
+    const modules = { app: { take: async (a: unknown[]) => (calls++, a.length) } };
+    for (const argument of ["new Array(2e6).fill(-0)", "new Array(2e6).fill(NaN)", "Array.from({ length: 4e5 }, () => new Date(0))"]) {
+      const result = await runScript(
+        `import { take } from "app"; export default async () => { try { return await take(${argument}) } catch (e) { return e.name + ": " + e.message } }`,
+        { modules, limits: { memoryBytes: 256 * 1024 * 1024 } },
+      );
+      expect(value(result)).toMatch(/^RangeError: limit: maxHostCallBytes \(8 MiB\) exceeded: the arguments of app\.take are \d+ bytes or more$/);
+    }
+    expect(calls).toBe(0);
+  });
+
+  it("finding which argument threw encodes each within the size bound (a getter that throws once, on a sparse array)", async () => {
+    const result = await runScript(
+      `import { take } from "app";
+       export default async () => {
+         let thrown = false;
+         const a = []; a[2e6] = 1;
+         Object.defineProperty(a, 5, { get() { if (!thrown) { thrown = true; throw new Error("once") } return 1 } });
+         try { return await take(a) } catch (e) { return e.name + ": " + e.message }
+       }`,
+      { modules: { app: { take: async (a: unknown[]) => a.length } } },
+    );
+    expect(value(result)).toBe("TypeError: app.take: an argument cannot be copied: once");
+  });
+
   it("a 1,000,000-element argument of small numbers crosses well within the default CPU limit", async () => {
     let received = 0;
     const result = await runScript(

@@ -128,6 +128,48 @@ describe("values crossing the boundary", () => {
     expect(result.error.message).toContain(message);
   });
 
+  it("large results (containers of more than 4,096 members, written in parts) cross exactly: nested, special values, $sbx keys, paths in errors", async () => {
+    const result = await sandbox.run(`export default () => {
+      const big = Array.from({ length: 10000 }, (_, i) => (i % 1000 === 0 ? { i, $sbx: "user key", inner: Array.from({ length: 5000 }, (_, j) => (j === 7 ? -0 : j)) } : i % 3 === 0 ? [i, NaN, undefined] : i));
+      const keyed = {};
+      for (let i = 0; i < 6000; i++) keyed["k" + i] = i === 5 ? { deep: Array.from({ length: 4100 }, () => -Infinity) } : i;
+      return { big, keyed, holes: Array(4200), tail: "end" };
+    }`);
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    const value = result.value as { big: unknown[]; keyed: Record<string, unknown>; holes: unknown[]; tail: string };
+    expect(value.big).toHaveLength(10000);
+    expect(value.big[1]).toBe(1);
+    expect(value.big[3]).toEqual([3, NaN, undefined]);
+    const first = value.big[1000] as { i: number; $sbx: string; inner: number[] };
+    expect(first).toMatchObject({ i: 1000, $sbx: "user key" });
+    expect(first.inner).toHaveLength(5000);
+    expect(Object.is(first.inner[7], -0)).toBe(true);
+    expect(first.inner[4999]).toBe(4999);
+    expect(Object.keys(value.keyed)).toHaveLength(6000);
+    expect(value.keyed.k5999).toBe(5999);
+    expect((value.keyed.k5 as { deep: number[] }).deep).toEqual(new Array(4100).fill(-Infinity));
+    expect(value.holes).toEqual(new Array(4200).fill(undefined));
+    expect(value.tail).toBe("end");
+    // The path of a value that cannot cross, deep in a large container, is still named.
+    const refused = await sandbox.run("export default () => { const a = new Array(5000).fill(0); a[4321] = { f: () => 1 }; return { a } }");
+    expect(refused.ok ? "" : refused.error.message).toContain("result.a[4321].f: a function cannot cross the sandbox boundary");
+  });
+
+  it("a result of 2,000,000 special numbers is stopped by the CPU limit or crosses, never by terminating the worker", async () => {
+    const big = await createSandbox({ limits: { memoryBytes: 256 * 1024 * 1024 } });
+    try {
+      const result = await big.run("export default () => new Array(2e6).fill(-0)");
+      // Its JSON (~54 MB) in one JSON.stringify call, which the interrupt does not reach,
+      // outlived the CPU limit and its grace: the watchdog terminated the worker.
+      if (result.ok) expect(Object.is((result.value as number[])[1_999_999], -0)).toBe(true);
+      else expect(result.error.message).not.toContain("native call");
+      expect(big.disposed).toBe(false);
+    } finally {
+      await big.dispose();
+    }
+  });
+
   it("shares structure but copies: mutating the input in the guest does not touch the host's object", async () => {
     const input = { list: [1, 2] };
     const result = await sandbox.run("export default (i) => { i.list.push(3); return i.list }", { input });
