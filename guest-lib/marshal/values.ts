@@ -143,21 +143,25 @@ function numberMarker(value: number): Record<string, unknown> {
 
 function encode(value: unknown, path: Path, ancestors: unknown[], buffers: ArrayBuffer[]): unknown {
   switch (typeof value) {
+    // Each value is counted at the JSON it will be written as (at least: a string's escapes,
+    // a number's digits beyond the first are not counted), without the comma before it (the
+    // container counts those).
     case "string":
-      charge(path, value.length + 3);
+      charge(path, value.length + 2);
       return value;
     case "boolean":
-      charge(path, 5);
+      charge(path, 4);
       return value;
     case "number":
       if (isFinite(value) && !objectIs(value, -0)) {
-        charge(path, 2);
+        charge(path, 1);
         return value;
       }
-      charge(path, 34); // {"$sbx":"number","v":"-Infinity"},
+      // {"$sbx":"number","v":"-0"}, and with "NaN", "Infinity", "-Infinity".
+      charge(path, objectIs(value, -0) ? 26 : value !== value ? 27 : value > 0 ? 32 : 33);
       return numberMarker(value);
     case "undefined":
-      charge(path, 21);
+      charge(path, 20); // {"$sbx":"undefined"}
       return UNDEFINED;
     case "bigint":
       return refuse(path, ancestors.length, "a BigInt", "convert it to a string or a number");
@@ -167,18 +171,18 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
       return refuse(path, ancestors.length, "a function");
   }
   if (value === null) {
-    charge(path, 5);
+    charge(path, 4);
     return null;
   }
   const object = value as object;
   if (contains(ancestors, object)) refuse(path, ancestors.length, "a value with a cycle");
   if (object instanceof DateCtor) {
     if (!isFinite(dateGetTime(object))) {
-      charge(path, 5);
+      charge(path, 4);
       return null;
     }
     const iso = dateToISOString(object);
-    charge(path, iso.length + 3);
+    charge(path, iso.length + 2);
     return iso;
   }
   if (object instanceof ArrayBufferCtor) {
@@ -203,6 +207,7 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
       // A prototype-free array: an index store finds no setter (see plainArray), and is
       // cheaper for QuickJS than a defineProperty with a descriptor object per element.
       for (let i = 0; i < object.length; i++) {
+        if (i > 0) charge(path, 1);
         keysOnPath[depth] = i;
         out[i] = encode(object[i], path, ancestors, buffers);
       }
@@ -221,7 +226,7 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
     charge(path, 2);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]!;
-      charge(path, key.length + 3);
+      charge(path, key.length + (i > 0 ? 4 : 3)); // "key": and the comma before it
       keysOnPath[depth] = key;
       defineData(out, key, encode((object as Record<string, unknown>)[key], path, ancestors, buffers));
     }

@@ -109,6 +109,29 @@ describe("hostile arguments", () => {
     expect(calls).toBe(0);
   });
 
+  it("the count is exact at the limit: arguments of exactly maxHostCallBytes cross, one byte more is refused in the guest; 35 × -0 (948 bytes) crosses under 1 KiB", async () => {
+    let received = 0;
+    const modules = { app: { take: async (...args: unknown[]) => (received++, args.length) } };
+    const result = await runScript(
+      `import { take } from "app";
+       export default async () => {
+         const out = [];
+         for (const extra of [0, 1]) {
+           // Nested containers and strings: the JSON of the argument list is 1024 (+ extra) bytes.
+           const shape = (k) => [{ a: [1, "b", [true, null]], s: "x".repeat(k) }, [[], {}]];
+           let k = 0;
+           while (JSON.stringify(shape(k)).length < 1024 + extra) k++;
+           try { out.push(await take(...shape(k))) } catch (e) { out.push(e.name + ": " + e.message) }
+         }
+         try { out.push(await take(new Array(35).fill(-0))) } catch (e) { out.push(e.name + ": " + e.message) }
+         return out;
+       }`,
+      { modules, limits: { maxHostCallBytes: 1024 } },
+    );
+    expect(value(result)).toEqual([2, "RangeError: limit: maxHostCallBytes (1 KiB) exceeded: the arguments of app.take are 1025 bytes or more", 1]);
+    expect(received).toBe(2);
+  });
+
   it("finding which argument threw encodes each within the size bound (a getter that throws once, on a sparse array)", async () => {
     const result = await runScript(
       `import { take } from "app";
