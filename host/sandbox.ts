@@ -749,7 +749,9 @@ export class Sandbox {
       if (stopped !== null && stopped.wallDeadlineEpochMs > 0) {
         const span = stopped.cpuLeftMs === null ? Math.min(this.#limits.cpuTimeMs, this.#limits.wallTimeMs) : this.#limits.wallTimeMs;
         const wallTimeMs = Math.max(0, performance.timeOrigin + performance.now() - (stopped.wallDeadlineEpochMs - span));
-        const cpuTimeMs = stopped.cpuLeftMs === null ? wallTimeMs : Math.max(0, this.#limits.cpuTimeMs - stopped.cpuLeftMs);
+        // The guard sets a CPU deadline on the early side (from a clock reading up to a few ms
+        // old), so the budget left reads a little low: never more CPU than wall time (one thread).
+        const cpuTimeMs = stopped.cpuLeftMs === null ? wallTimeMs : Math.min(wallTimeMs, Math.max(0, this.#limits.cpuTimeMs - stopped.cpuLeftMs));
         stats = { cpuTimeMs: Math.round(cpuTimeMs * 1000) / 1000, wallTimeMs: Math.round(wallTimeMs * 1000) / 1000 };
       }
       const outcome = hardStoppedOutcome(kind, limit, stats);

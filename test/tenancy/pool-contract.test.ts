@@ -75,7 +75,7 @@ describe("hostile scripts among ordinary ones", () => {
     // past its 100 ms CPU limit, in CPU and wall time; they were zeros, and its running
     // time counted as queuedMs (found by review).
     expect(hog.stats.cpuTimeMs).toBeGreaterThanOrEqual(HOG_LIMITS.cpuTimeMs);
-    expect(hog.stats.wallTimeMs).toBeGreaterThanOrEqual(hog.stats.cpuTimeMs - 1);
+    expect(hog.stats.wallTimeMs).toBeGreaterThanOrEqual(hog.stats.cpuTimeMs);
     const result = await bystander;
     expect(result).toMatchObject({ ok: true, value: "done" });
     // It waited for the hog's worker to die and then ran again: that is queued time.
@@ -98,7 +98,7 @@ describe("hostile scripts among ordinary ones", () => {
     // past its 100 ms CPU limit, in CPU and wall time; they were zeros, and its running
     // time counted as queuedMs (found by review).
     expect(hog.stats.cpuTimeMs).toBeGreaterThanOrEqual(HOG_LIMITS.cpuTimeMs);
-    expect(hog.stats.wallTimeMs).toBeGreaterThanOrEqual(hog.stats.cpuTimeMs - 1);
+    expect(hog.stats.wallTimeMs).toBeGreaterThanOrEqual(hog.stats.cpuTimeMs);
     const result = await bystander;
     expect(result).toMatchObject({ ok: false, error: { kind: "evicted", name: "EvictedError" } });
     if (!result.ok) expect(result.error.message).toContain("safe to retry");
