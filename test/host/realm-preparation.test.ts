@@ -53,6 +53,14 @@ async function realmServices(): Promise<RealmServices> {
   };
 }
 
+/** The services with the guest core replaced by `coreSource`, read from source every time (no bytecode cache: the cache is shared by the thread's engines and keyed by the module's name). */
+function withCore(services: RealmServices, coreSource: string): RealmServices {
+  const bundle = Object.create(services.bundle, {
+    source: { value: (name: string) => (name === "core" ? coreSource : services.bundle.source(name)) },
+  }) as RealmServices["bundle"];
+  return { ...services, bundle, engine: { ...services.engine, bytecode: null } };
+}
+
 describe("a realm whose bridge cannot be made", () => {
   test("fails with that error and frees its runtime and context: 300 such failures leave the engine's memory where it was, and the next realm works", async () => {
     const services = await realmServices();
@@ -89,12 +97,8 @@ describe("a realm whose bridge cannot be made", () => {
 
   test("a guest core that fails to evaluate frees the realm as well: 300 such failures leave the engine's memory where it was", async () => {
     const services = await realmServices();
-    // A core that throws when it runs, read from source every time (no bytecode cache: the
-    // cache is shared by the thread's engines and keyed by the module's name).
-    const bundle = Object.create(services.bundle, {
-      source: { value: (name: string) => (name === "core" ? "(function (require) { throw new RangeError('the core ran out of room') })" : services.bundle.source(name)) },
-    }) as RealmServices["bundle"];
-    const failing: RealmServices = { ...services, bundle, engine: { ...services.engine, bytecode: null } };
+    // A core that throws when it runs.
+    const failing = withCore(services, "(function (require) { throw new RangeError('the core ran out of room') })");
     expect(() => new Realm(failing)).toThrow(/the core ran out of room/);
     const memoryBefore = services.engine.memory.buffer.byteLength;
     // A runtime, context and bridge left behind would be ~100 KB each: 300 of them would grow the memory.
@@ -108,10 +112,7 @@ describe("a realm whose bridge cannot be made", () => {
   test("a core whose hooks cannot be read (host/engine/own-props.ts fails) frees the realm as well: 300 such failures leave the engine's memory where it was", async () => {
     const services = await realmServices();
     // The read fails as it would at the heap's cap: the core evaluated, its exports made.
-    const bundle = Object.create(services.bundle, {
-      source: { value: (name: string) => (name === "core" ? "(function (require) { return { hooks: { get serialize() { throw new Error('unreadable') } } } })" : services.bundle.source(name)) },
-    }) as RealmServices["bundle"];
-    const failing: RealmServices = { ...services, bundle, engine: { ...services.engine, bytecode: null } };
+    const failing = withCore(services, "(function (require) { return { hooks: { get serialize() { throw new Error('unreadable') } } } })");
     expect(() => new Realm(failing)).toThrow(/out of memory for the value of serialize/);
     const memoryBefore = services.engine.memory.buffer.byteLength;
     for (let i = 0; i < 300; i++) expect(() => new Realm(failing)).toThrow(RangeError);

@@ -17,6 +17,15 @@ async function hog(): Promise<{ sandbox: Sandbox; controller: AbortController; r
   return { sandbox, controller, running };
 }
 
+/** Both shared workers held by a spinning sandbox each, seen held by the watchdog (20 ms or more). */
+async function holdBothSharedWorkers(overflowWorkers: number): Promise<Awaited<ReturnType<typeof hog>>[]> {
+  configurePool({ sharedWorkers: 2, overflowWorkers, demotedWorkers: 0 });
+  const hogs = [await hog(), await hog()];
+  opened.push(...hogs.map(({ sandbox }) => sandbox));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  return hogs;
+}
+
 const opened: Sandbox[] = [];
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((sandbox) => sandbox.dispose()));
@@ -24,12 +33,7 @@ afterEach(async () => {
 
 describe("overflow workers", () => {
   it("a sandbox created while every shared worker is held runs on an overflow worker at once; the overflow worker ends 5 s after its last sandbox", async () => {
-    configurePool({ sharedWorkers: 2, overflowWorkers: 1, demotedWorkers: 0 });
-    const first = await hog();
-    const second = await hog();
-    opened.push(first.sandbox, second.sandbox);
-    // Held: the watchdog has seen both entries for 20 ms or more.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const [first, second] = await holdBothSharedWorkers(1);
     expect(poolStats()).toMatchObject({ shared: 2, overflow: 0 });
     const order: string[] = [];
     void first.running.then(() => order.push("hog"));
@@ -50,11 +54,7 @@ describe("overflow workers", () => {
   }, 60_000);
 
   it("with overflowWorkers: 0, such a sandbox waits for a held worker (as before)", async () => {
-    configurePool({ sharedWorkers: 2, overflowWorkers: 0, demotedWorkers: 0 });
-    const first = await hog();
-    const second = await hog();
-    opened.push(first.sandbox, second.sandbox);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    const [first, second] = await holdBothSharedWorkers(0);
     const order: string[] = [];
     const victim = await createSandbox();
     opened.push(victim);
