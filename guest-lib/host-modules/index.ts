@@ -63,6 +63,8 @@ function encodeArguments(args: unknown[], label: string): [string, ArrayBuffer[]
     else if (type === "string" && (arg as string).length <= 65536) json += (i === 0 ? "" : ",") + (jsonStringify(arg) as string);
     else if (type === "boolean" || arg === null) json += (i === 0 ? "" : ",") + (arg as boolean | null);
     else return encodeWithMarshal(args, label);
+    // Many strings each under the cut-off still add up: refused here as the marshal module would (review).
+    if (json.length + 1 > maxCallBytes) throw new RangeErrorCtor(`limit: maxHostCallBytes (${formatBytes(maxCallBytes)}) exceeded: the arguments of ${label} are ${json.length + 1} bytes or more`);
   }
   return [json + "]", NO_BUFFERS];
 }

@@ -130,6 +130,17 @@ describe("hostile arguments", () => {
     );
     expect(value(result)).toEqual([2, "RangeError: limit: maxHostCallBytes (1 KiB) exceeded: the arguments of app.take are 1025 bytes or more", 1]);
     expect(received).toBe(2);
+    // Plain strings take a shorter path; together they are counted too, and refused in the
+    // guest long before 60 of 64K characters are written (~24 MB of JSON escapes).
+    const many = await runScript(
+      `import { take } from "app"; export default async () => { try { return await take(...new Array(60).fill("\\u0001".repeat(65536))) } catch (e) { return e.name + ": " + e.message } }`,
+      { modules, limits: { maxHostCallBytes: 1024 } },
+    );
+    const counted = /^RangeError: limit: maxHostCallBytes \(1 KiB\) exceeded: the arguments of app\.take are (\d+) bytes or more$/.exec(String(value(many)));
+    expect(counted).not.toBeNull();
+    // The guest stopped at the first string (~393 KB of JSON); the host would have seen all 60 (~24 MB).
+    expect(Number(counted![1])).toBeLessThan(1_000_000);
+    expect(received).toBe(2);
   });
 
   it("finding which argument threw encodes each within the size bound (a getter that throws once, on a sparse array)", async () => {
