@@ -2,10 +2,10 @@
 // in the same run, as ratios. A script that reports, never a test that asserts: this machine is
 // noisy, so compare ratios, not absolute times, between runs.
 //
-//   node bench/run.mjs [--quick] [--only sandbox,lifecycle,host-modules,http,webapis,packages,emulator,tenancy,queue] [--markdown]
+//   node bench/run.mjs [--quick] [--only sandbox,lifecycle,values,host-modules,http,webapis,packages,emulator,tenancy,queue] [--markdown]
 //
 // --quick      fewer samples (a smoke run, ~30 s)
-// --only       run some sections only (sandbox, lifecycle, host-modules, http, webapis, packages, queue, emulator, tenancy)
+// --only       run some sections only (sandbox, lifecycle, values, host-modules, http, webapis, packages, queue, emulator, tenancy)
 // --markdown   also print the figures as rows of the table in docs/performance.md
 //
 // Needs the built package (npm run bench builds first). Re-executes itself with
@@ -293,6 +293,23 @@ await section("queue", "Script queue (issue 14): BullMQ on redis-server (another
   md(`Redis CPU per queue job (INFO cpu over the same ${r.statJobs} jobs: a total, no distribution)`, formatMs(r.redisCpuMsPerJob), "", "", "");
   for (const line of table(["figure", "queue", "in-process sandbox.run", "ratio", "note"], rows)) out(line);
   out("Baseline: one sandbox in this process running the same script back to back (no Redis, no other process).");
+});
+
+await section("values", "Values crossing the boundary: a run's CPU time (stats) returning or receiving structured data vs the engine's own JSON writer or parser on the same data, same sandbox, blocks alternating", async () => {
+  const { benchValues } = await import("./values.mjs");
+  const r = await benchValues({ quick });
+  const pct = (x) => `p50 ${formatMs(x.p50)}, p90 ${formatMs(x.p90)}, p99 ${formatMs(x.p99)}`;
+  const rows = [];
+  for (const [figure, x, baseline] of [
+    ["result: 10,000 records (4 fields)", r.recordsOut, "the run returns JSON.stringify(records)"],
+    ["result: 100,000 numbers", r.numbersOut, "the run returns JSON.stringify(numbers)"],
+    ["input: 10,000 records (4 fields)", r.recordsIn, "the records as JSON text, JSON.parse in the run"],
+  ]) {
+    rows.push([figure, formatMs(x.ours.p50), `${formatMs(x.floor.p50)} (${baseline})`, ratio(x.ours.p50, x.floor.p50), `ours ${pct(x.ours)}; floor ${pct(x.floor)}; n=${x.ours.n}`]);
+    md(`${figure}, run CPU (p50 / p90 / p99)`, formatSpread(x.ours), `${formatSpread(x.floor)} (${baseline})`, ratio(x.ours.p50, x.floor.p50), "");
+  }
+  for (const line of table(["figure", "ours (p50)", "engine's JSON (p50)", "ratio", "note"], rows)) out(line);
+  out("Both columns include building the data in the run; the baseline's string crosses without the marshal module.");
 });
 
 await section("webapis", "Web APIs computed by the host (issue 13): each operation timed inside the sandbox vs the host doing it directly, same run", async () => {

@@ -8,7 +8,7 @@
 // It installs the lazy globals and the hidden `__scriptbox.import` the host's module
 // loader uses to serve `import … from "http"`, and returns the hooks the host calls.
 import bridge from "scriptbox:bridge";
-import { defineProperty, freeze, intrinsicsModule, jsonStringList, jsonStringify, objectKeys } from "./intrinsics.js";
+import { defineProperty, freeze, intrinsicsModule, jsonParse, jsonStringList, jsonStringify, objectKeys } from "./intrinsics.js";
 import { installLazyGlobals } from "./lazy-globals.js";
 import { importPublicModule, registerModule, requireModule, takeUsed } from "./modules.js";
 import type * as Timers from "../timers/index.js";
@@ -51,12 +51,17 @@ const ERROR_TYPES: Record<string, ErrorConstructor> = { TypeError, RangeError, E
 export const hooks = freeze({
   dispatchTimer: (id: number) => timers().dispatchTimer(id),
   serialize: (value: unknown, rootName: string) => marshal().serialize(value, rootName),
-  deserialize: (json: string, buffers: ArrayBuffer[]) => marshal().deserialize(json, buffers),
+  /** `plain`: the host found no marker in the JSON and sent no bytes, so parsing is all there is to do. */
+  deserialize: (json: string, buffers: ArrayBuffer[], plain: boolean) => (plain ? jsonParse(json) : marshal().deserialize(json, buffers)),
   describeError: (error: unknown) => marshal().describeError(error),
   /** Lets the host throw real guest errors (instanceof TypeError works) from bridge functions. */
   makeError: (name: string, message: string) => new (ERROR_TYPES[name] ?? Error)(message),
-  /** Fast path for string results: JSON keeps NULs and lone surrogates intact. */
-  stringify: jsonStringify,
+  /**
+   * String results as JSON (JSON keeps NULs and lone surrogates intact). A long one goes
+   * through the marshal module, which writes it in parts (a string of millions of control
+   * characters was one JSON.stringify call the interrupt does not reach; values.ts PART).
+   */
+  stringify: (text: string) => (text.length <= 32768 ? jsonStringify(text) : marshal().serialize(text, "result")[0]),
   /** A plugin module's export names, as JSON (no toJSON lookups: see jsonStringList). */
   exportNames: (namespace: object) => jsonStringList(objectKeys(namespace)),
   /** Loads a guest module ahead of use (spare realms, while the worker is idle). */

@@ -31,6 +31,8 @@ export const dateToISOString = uncurry(Date.prototype.toISOString);
 export const dateGetTime = uncurry(Date.prototype.getTime);
 export const arrayBufferSlice = uncurry(ArrayBuffer.prototype.slice as (begin?: number, end?: number) => ArrayBuffer);
 export const stringSlice = uncurry(String.prototype.slice as (start?: number, end?: number) => string);
+export const stringIndexOf = uncurry(String.prototype.indexOf as (search: string, from?: number) => number);
+export const regexpExec = uncurry(RegExp.prototype.exec as (text: string) => RegExpExecArray | null);
 export const hasOwn = uncurry(Object.prototype.hasOwnProperty as (key: PropertyKey) => boolean);
 const mapProto = Map.prototype;
 export const mapGet = uncurry(mapProto.get as (key: unknown) => unknown);
@@ -95,6 +97,8 @@ export const intrinsicsModule: Omit<typeof Self, "intrinsicsModule"> = freeze({
   dateGetTime,
   arrayBufferSlice,
   stringSlice,
+  stringIndexOf,
+  regexpExec,
   hasOwn,
   mapGet,
   mapSet,

@@ -8,7 +8,24 @@
 // (hostSync) return the answer directly (the worker thread waits for the embedder).
 import bridge from "scriptbox:bridge";
 import { require as requireModule } from "scriptbox:core";
-import { ErrorCtor, MapCtor, PromiseCtor, TypeErrorCtor, defineProperty, freeze, isFinite, jsonParse, jsonStringify, objectIs, objectKeys } from "scriptbox:intrinsics";
+import {
+  ErrorCtor,
+  MapCtor,
+  PromiseCtor,
+  TypeErrorCtor,
+  defineProperty,
+  freeze,
+  isFinite,
+  jsonParse,
+  jsonStringify,
+  mapGet,
+  mapSet,
+  objectIs,
+  objectKeys,
+  regexpExec,
+  stringIndexOf,
+  stringSlice,
+} from "scriptbox:intrinsics";
 import type * as Marshal from "../marshal/index.js";
 
 // Captured when this module loads (the core puts pristine builtins back while it does).
@@ -23,13 +40,13 @@ const NO_BUFFERS: ArrayBuffer[] = [];
 let maxCallBytes = Infinity;
 
 export function hostModule(name: string): unknown {
-  const cached = built.get(name);
+  const cached = mapGet(built, name);
   if (cached !== undefined) return cached;
   const [membersJson, valuesJson, buffers, maxBytes] = bridge.hostModule(name);
   maxCallBytes = maxBytes;
   const values = marshal().deserialize(valuesJson, buffers) as unknown[];
   const module = build(jsonParse(membersJson) as Record<string, ShapeNode>, values, name);
-  built.set(name, module);
+  mapSet(built, name, module);
   return module;
 }
 
@@ -85,8 +102,8 @@ function encodeWithMarshal(args: unknown[], label: string): [string, ArrayBuffer
     // arguments did not fail to cross; the heap is full, and encoding them again to find
     // which one "failed" would only fill it again).
     if (message === "out of memory") throw error;
-    const match = /^\u0000args\[(\d+)\]([^:]*)/.exec(message);
-    if (match) throw new TypeErrorCtor(`${label}: argument ${+match[1]! + 1}${match[2] ? ` (at ${match[2]})` : ""}${message.slice(match[0].length)}`);
+    const match = regexpExec(/^\u0000args\[(\d+)\]([^:]*)/, message);
+    if (match) throw new TypeErrorCtor(`${label}: argument ${+match[1]! + 1}${match[2] ? ` (at ${match[2]})` : ""}${stringSlice(message, match[0].length)}`);
     // Something else threw (a proxy's trap, a stack overflow): find which argument, each
     // within the size bound (an argument past it is not the one that threw, and encoding
     // it whole again ran a sparse array to the CPU limit; found by review).
@@ -109,9 +126,13 @@ function encodeWithMarshal(args: unknown[], label: string): [string, ArrayBuffer
 function decodeResult(json: string, buffers: ArrayBuffer[] | undefined): unknown {
   if (buffers !== undefined && buffers.length !== 0) return marshal().deserialize(json, buffers);
   // The host's JSON.stringify writes a number as its shortest text, which `+` reads back exactly.
-  const first = json.charCodeAt(0);
-  if ((first >= 48 && first <= 57) || first === 45) return +json;
-  if (json.length < 64 && json.indexOf("$sbx") === -1) return jsonParse(json);
+  // (Captured methods and comparisons only: the stubs run after the script may have replaced
+  // String.prototype's.)
+  const first = stringSlice(json, 0, 1);
+  if ((first >= "0" && first <= "9") || first === "-") return +json;
+  // No marker (the host's JSON.stringify writes every one as "$sbx"): parsing is all there is
+  // to do; the marshal module's walk cost ~10 µs of interpreter time per object.
+  if (stringIndexOf(json, '"$sbx"') === -1) return jsonParse(json);
   return marshal().deserialize(json, NO_BUFFERS);
 }
 

@@ -11,6 +11,7 @@
 //   Dates cross as ISO strings (invalid dates as null), objects with toJSON as its result.
 //   Functions, symbols, BigInts, cycles, Map/Set and other class instances do not cross:
 //   the error names the path to the offending value.
+import bridge from "scriptbox:bridge";
 import {
   ArrayBufferCtor,
   DateCtor,
@@ -60,34 +61,40 @@ function pushTo(list: unknown[], item: unknown): number {
   defineData(list, list.length, item);
   return list.length - 1;
 }
-function contains(list: unknown[], item: unknown): boolean {
-  for (let i = 0; i < list.length; i++) if (list[i] === item) return true;
-  return false;
-}
 
 const MARK = "$sbx";
 
 /**
- * Where the value being encoded sits: the root's name, then one key or index per level
- * (keys[d] is the key under ancestors[d]). The path text is only built for an error: a
- * string per element (`args[0][123456]`) made a 1,000,000-element argument cost seconds
- * of the script's CPU time (found by review).
+ * Where the value being encoded sits: the root's name, then, for a value at depth d, the
+ * containers above it (ancestors[0..d-1], for cycles) and the key or index under each
+ * (keys[0..d-1]). Entries past the depth are left over from siblings and ignored (no
+ * truncation per container). The path text is only built for an error: a string per
+ * element (`args[0][123456]`) made a 1,000,000-element argument cost seconds of the
+ * script's CPU time (found by review).
  */
 interface Path {
   root: string;
+  ancestors: unknown[];
   keys: (string | number)[];
   /** At least this many bytes of JSON (and buffers) so far, and the most allowed (serializeWithin). */
   size: number;
   max: number;
-  /** Output containers writeJson must not stringify in one call: LARGE (too many members) or HOLDS_LARGE. */
-  large: Map<object, number>;
-  largeCount: number;
+  /** The counted size of each output container larger than RECORDED (writeJson groups members by it). */
+  sizes: Map<object, number>;
 }
 
-/** An array or object with more members than this is written SLICE members at a time (writeJson). */
-const SLICE = 4096;
-const LARGE = 1;
-const HOLDS_LARGE = 2;
+/**
+ * The most counted bytes one JSON.stringify call is given (writeJson): a value counted
+ * larger is written in parts. Counted bytes are a lower bound of the JSON (escapes write
+ * up to 6 bytes per character, a number up to 24); QuickJS writes 10-20 ns per character
+ * here, ~100 ns per number, ~400 ns per control character (escaped with a printf), so one
+ * call stays within ~7 ms. Between calls writeParts asks the host whether the run is past a
+ * limit (bridge.checkLimits): the engine's own interrupt check comes once per 10,000 calls
+ * and back-edges, which a loop over such parts would take minutes to reach.
+ */
+const PART = 16384;
+/** Output containers counted larger than this have their size recorded; smaller ones count as this much. */
+const RECORDED = 512;
 
 /** Thrown by encode past `max`: caught by serializeWithin, never seen by a script. */
 const TOO_LARGE = { tooLarge: true };
@@ -141,7 +148,27 @@ function numberMarker(value: number): Record<string, unknown> {
   return value > 0 ? INFINITY : NEGATIVE_INFINITY;
 }
 
-function encode(value: unknown, path: Path, ancestors: unknown[], buffers: ArrayBuffer[]): unknown {
+/**
+ * The counted JSON size of a value written as it is (a finite number other than -0, a
+ * string, a boolean, null; as encode counts them), or -1 for anything else.
+ */
+function plainSize(value: unknown): number {
+  switch (typeof value) {
+    case "number":
+      // Finite (NaN and the infinities give NaN here) and not -0.
+      return value - value === 0 && (value !== 0 || 1 / value > 0) ? 1 : -1;
+    case "string":
+      return value.length + 2;
+    case "boolean":
+      return 4;
+    case "object":
+      return value === null ? 4 : -1;
+    default:
+      return -1;
+  }
+}
+
+function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[]): unknown {
   switch (typeof value) {
     // Each value is counted at the JSON it will be written as (at least: a string's escapes,
     // a number's digits beyond the first are not counted), without the comma before it (the
@@ -164,19 +191,23 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
       charge(path, 20); // {"$sbx":"undefined"}
       return UNDEFINED;
     case "bigint":
-      return refuse(path, ancestors.length, "a BigInt", "convert it to a string or a number");
+      return refuse(path, depth, "a BigInt", "convert it to a string or a number");
     case "symbol":
-      return refuse(path, ancestors.length, "a symbol");
+      return refuse(path, depth, "a symbol");
     case "function":
-      return refuse(path, ancestors.length, "a function");
+      return refuse(path, depth, "a function");
   }
   if (value === null) {
     charge(path, 4);
     return null;
   }
   const object = value as object;
-  if (contains(ancestors, object)) refuse(path, ancestors.length, "a value with a cycle");
-  if (object instanceof DateCtor) {
+  const ancestors = path.ancestors;
+  for (let i = 0; i < depth; i++) if (ancestors[i] === object) refuse(path, depth, "a value with a cycle");
+  const proto = getPrototypeOf(object);
+  // A plain object's chain holds no Date or ArrayBuffer prototype: two instanceof walks saved per object.
+  const plainProto = proto === ObjectPrototype || proto === null;
+  if (!plainProto && object instanceof DateCtor) {
     if (!isFinite(dateGetTime(object))) {
       charge(path, 4);
       return null;
@@ -185,7 +216,7 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
     charge(path, iso.length + 2);
     return iso;
   }
-  if (object instanceof ArrayBufferCtor) {
+  if (!plainProto && object instanceof ArrayBufferCtor) {
     charge(path, (object as ArrayBuffer).byteLength + 20);
     return marker("bytes", "i", pushTo(buffers, arrayBufferSlice(object, 0)));
   }
@@ -195,55 +226,77 @@ function encode(value: unknown, path: Path, ancestors: unknown[], buffers: Array
     return marker("bytes", "i", pushTo(buffers, arrayBufferSlice(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength)));
   }
   const toJSON = (object as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === "function") return encode(reflectApply(toJSON, object, []), path, ancestors, buffers);
-  const depth = ancestors.length;
+  if (typeof toJSON === "function") return encode(reflectApply(toJSON, object, []), path, depth, buffers);
   ancestors[depth] = object;
   const keysOnPath = path.keys;
-  try {
-    const largeBefore = path.largeCount;
-    if (isArray(object)) {
-      charge(path, 2);
-      const out = plainArray();
-      // A prototype-free array: an index store finds no setter (see plainArray), and is
-      // cheaper for QuickJS than a defineProperty with a descriptor object per element.
-      for (let i = 0; i < object.length; i++) {
-        if (i > 0) charge(path, 1);
-        keysOnPath[depth] = i;
-        out[i] = encode(object[i], path, ancestors, buffers);
-      }
-      markSize(path, out, out.length, largeBefore);
-      return out;
-    }
-    const proto = getPrototypeOf(object);
-    if (proto !== ObjectPrototype && proto !== null) {
-      const name = constructorName(object);
-      const hint =
-        name === "Map" ? "use Object.fromEntries(map)" : name === "Set" ? "use Array.from(set)" : name === "Promise" ? "await it" : "return plain data";
-      return refuse(path, depth, `a ${name} object`, hint);
-    }
-    const out = objectCreate(null) as Record<string, unknown>;
-    const keys = objectKeys(object);
+  const sizeBefore = path.size;
+  if (isArray(object)) {
     charge(path, 2);
-    for (let i = 0; i < keys.length; i++) {
-      const key = keys[i]!;
-      charge(path, key.length + (i > 0 ? 4 : 3)); // "key": and the comma before it
-      keysOnPath[depth] = key;
-      defineData(out, key, encode((object as Record<string, unknown>)[key], path, ancestors, buffers));
+    const out = plainArray();
+    // A prototype-free array: an index store finds no setter (see plainArray), and is
+    // cheaper for QuickJS than a defineProperty with a descriptor object per element.
+    for (let i = 0; i < object.length; i++) {
+      const item: unknown = object[i];
+      // Values written as they are, counted here: a call of encode (and of charge) per
+      // element was most of the cost of an array of numbers or strings.
+      const bytes = plainSize(item);
+      if (bytes >= 0) {
+        if ((path.size += i > 0 ? bytes + 1 : bytes) > path.max) throw TOO_LARGE;
+        out[i] = item;
+        continue;
+      }
+      if (i > 0) charge(path, 1);
+      keysOnPath[depth] = i;
+      out[i] = encode(item, path, depth + 1, buffers);
     }
-    markSize(path, out, keys.length, largeBefore);
-    if (!hasOwn(out, MARK)) return out;
-    const wrapped = marker("object", "v", out);
-    if (path.largeCount > largeBefore) mapSet(path.large, wrapped, HOLDS_LARGE);
-    return wrapped;
-  } finally {
-    ancestors.length = depth;
-    keysOnPath.length = depth;
+    recordSize(path, out, path.size - sizeBefore);
+    return out;
   }
+  if (!plainProto) {
+    const name = constructorName(object);
+    const hint =
+      name === "Map" ? "use Object.fromEntries(map)" : name === "Set" ? "use Array.from(set)" : name === "Promise" ? "await it" : "return plain data";
+    return refuse(path, depth, `a ${name} object`, hint);
+  }
+  // Prototype-free: a plain assignment finds no setter a script put on Object.prototype,
+  // and "__proto__" becomes an own key (cheaper than defineData's descriptor per key).
+  const out = objectCreate(null) as Record<string, unknown>;
+  const keys = objectKeys(object);
+  charge(path, 2);
+  let hasMark = false;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const keyBytes = key.length + (i > 0 ? 4 : 3); // "key": and the comma before it
+    const item: unknown = (object as Record<string, unknown>)[key];
+    const bytes = plainSize(item);
+    if (bytes >= 0) {
+      if ((path.size += keyBytes + bytes) > path.max) throw TOO_LARGE;
+      out[key] = item;
+    } else {
+      charge(path, keyBytes);
+      keysOnPath[depth] = key;
+      out[key] = encode(item, path, depth + 1, buffers);
+    }
+    if (key === MARK) hasMark = true;
+  }
+  recordSize(path, out, path.size - sizeBefore);
+  if (!hasMark) return out;
+  const wrapped = marker("object", "v", out);
+  recordSize(path, wrapped, path.size - sizeBefore + 22); // {"$sbx":"object","v":…}
+  return wrapped;
 }
 
-/** Encodes a guest value for the host: [json, buffers]. Throws a TypeError naming what cannot cross. */
-export function serialize(value: unknown, rootName: string): [string, ArrayBuffer[]] {
-  return encodeAlong(value, newPath(rootName, Infinity));
+/**
+ * Encodes a guest value for the host: [json, buffers], the JSON text as one string or, when
+ * it is larger than a few PARTs, as a list of parts the host joins (host/worker/realm.ts
+ * jsonText): joining 54 MB here was one native call of ~140 ms, past the CPU limit's grace.
+ * Throws a TypeError naming what cannot cross.
+ */
+export function serialize(value: unknown, rootName: string): [string | string[], ArrayBuffer[]] {
+  const path = newPath(rootName, Infinity);
+  const buffers = plainArray() as ArrayBuffer[];
+  const encoded = encode(value, path, 0, buffers);
+  return pairOf(path.size <= PART ? (jsonStringify(encoded) as string) : writeParts(encoded, path.sizes), buffers) as [string | string[], ArrayBuffer[]];
 }
 
 /**
@@ -252,98 +305,185 @@ export function serialize(value: unknown, rootName: string): [string, ArrayBuffe
  * JSON.stringify: a 2,000,000-element sparse array, encoded whole, made a 42 MB JSON
  * text, and its stringify (a native call the interrupt does not reach) outlived the CPU
  * limit and its grace, so the watchdog terminated the worker with every sandbox on it.
+ * The JSON is one string here (a host call's arguments: joined in one native call, of at
+ * most maxHostCallBytes, 8 MiB by default: ~20 ms).
  */
 export function serializeWithin(value: unknown, rootName: string, maxBytes: number): [string, ArrayBuffer[]] | [null, number] {
   const path = newPath(rootName, maxBytes);
+  const buffers = plainArray() as ArrayBuffer[];
+  let encoded: unknown;
   try {
-    return encodeAlong(value, path);
+    encoded = encode(value, path, 0, buffers);
   } catch (error) {
     if (error !== TOO_LARGE) throw error;
-    const tooLarge = plainArray();
-    defineData(tooLarge, 0, null);
-    defineData(tooLarge, 1, path.size);
-    return tooLarge as [null, number];
+    return pairOf(null, path.size) as [null, number];
   }
+  const json = path.size <= PART ? (jsonStringify(encoded) as string) : arrayJoin(writeParts(encoded, path.sizes), "");
+  return pairOf(json, buffers) as [string, ArrayBuffer[]];
+}
+
+/** A prototype-free pair: the host and the stubs read both by index, no getters on the way. */
+function pairOf(first: unknown, second: unknown): [unknown, unknown] {
+  const pair = plainArray();
+  defineData(pair, 0, first);
+  defineData(pair, 1, second);
+  return pair as [unknown, unknown];
 }
 
 function newPath(root: string, max: number): Path {
-  return { root, keys: plainArray() as (string | number)[], size: 0, max, large: new MapCtor<object, number>(), largeCount: 0 };
+  return { root, ancestors: plainArray(), keys: plainArray() as (string | number)[], size: 0, max, sizes: new MapCtor<object, number>() };
 }
 
-/** Records a container writeJson must write in parts: one with more than SLICE members, or one holding such a container. */
-function markSize(path: Path, out: object, members: number, largeBefore: number): void {
-  if (members > SLICE) {
-    mapSet(path.large, out, LARGE);
-    path.largeCount++;
-  } else if (path.largeCount > largeBefore) {
-    mapSet(path.large, out, HOLDS_LARGE);
-  }
+function recordSize(path: Path, out: object, size: number): void {
+  if (size > RECORDED) mapSet(path.sizes, out, size);
 }
+
+// The shared markers, at their counted sizes (they are never recorded: see encode).
+const SHARED_MARKERS: [object, number][] = [
+  [UNDEFINED, 20],
+  [NEGATIVE_ZERO, 26],
+  [NOT_A_NUMBER, 27],
+  [INFINITY, 32],
+  [NEGATIVE_INFINITY, 33],
+];
 
 /**
- * JSON text of what encode built, as JSON.stringify writes it, but never one native call
- * over more than SLICE members of a container: JSON.stringify runs in C, where the
- * interrupt does not reach, and 2,000,000 array members (54 MB of JSON) outlived a run's
- * CPU limit and its grace, so the watchdog terminated the worker and every sandbox on it
- * (found by review). The parts are joined once at the end.
+ * JSON text of what encode built, as JSON.stringify writes it, in parts, none of them one
+ * native call over more than about PART counted bytes: JSON.stringify runs in C, where the
+ * interrupt does not reach, and 2,000,000 `-0` (54 MB of JSON), or a string of 30,000,000
+ * control characters (180 MB) given to it at the end of a run's CPU budget, outlived the
+ * limit's grace, so the watchdog terminated the worker and every sandbox on it (found by
+ * review). Containers are split between members, by the sizes encode recorded; strings
+ * between characters (never inside a surrogate pair).
  */
-function writeJson(node: unknown, large: Map<object, number>, parts: string[]): void {
-  const kind = typeof node === "object" && node !== null ? mapGet(large, node) : undefined;
-  if (kind === undefined) {
+function writeParts(encoded: unknown, sizes: Map<object, number>): string[] {
+  for (let i = 0; i < SHARED_MARKERS.length; i++) mapSet(sizes, SHARED_MARKERS[i]![0], SHARED_MARKERS[i]![1]);
+  const parts = plainArray() as string[];
+  writeJson(encoded, sizes, parts);
+  return parts;
+}
+
+function writeJson(node: unknown, sizes: Map<object, number>, parts: string[]): void {
+  if (typeof node === "string") return writeString(node, parts);
+  const size = typeof node === "object" && node !== null ? (mapGet(sizes, node) as number | undefined) : undefined;
+  if (size === undefined || size <= PART) {
     parts[parts.length] = jsonStringify(node) as string;
-    return;
-  }
-  if (isArray(node)) {
-    parts[parts.length] = "[";
-    const n = node.length;
-    for (let i = 0; i < n; ) {
+    bridge.checkLimits();
+  } else if (isArray(node)) writeArray(node, sizes, parts);
+  else writeObject(node as Record<string, unknown>, sizes, parts);
+}
+
+/** A member's counted size: a container encode recorded, a string, or at most RECORDED. */
+function countedSize(member: unknown, sizes: Map<object, number>): number {
+  if (typeof member === "string") return member.length + 2;
+  if (typeof member !== "object" || member === null) return 5;
+  const size = mapGet(sizes, member) as number | undefined;
+  return size === undefined ? RECORDED : size;
+}
+
+function writeArray(node: unknown[], sizes: Map<object, number>, parts: string[]): void {
+  parts[parts.length] = "[";
+  const n = node.length;
+  let start = 0; // the first member not written yet
+  let bytes = 0;
+  for (let i = 0; i < n; i++) {
+    const member = node[i];
+    // Numbers, booleans and null inline: a call per member was a fifth of a 100,000-number result.
+    const size = typeof member === "object" || typeof member === "string" ? countedSize(member, sizes) : 5;
+    if (size > PART) {
+      writeArrayRun(node, start, i, parts);
       if (i > 0) parts[parts.length] = ",";
-      // A run of members with nothing large in them goes in one call, at most SLICE long.
-      let end = i;
-      while (end < n && end - i < SLICE && !isMarked(large, node[end])) end++;
-      if (end === i) {
-        writeJson(node[i], large, parts);
-        i++;
-        continue;
+      writeJson(node[i], sizes, parts);
+      start = i + 1;
+      bytes = 0;
+    } else {
+      if (bytes + size > PART) {
+        writeArrayRun(node, start, i, parts);
+        start = i;
+        bytes = 0;
       }
-      const run = arraySlice(node, i, end);
-      setPrototypeOf(run, null); // as encode's own arrays: JSON.stringify finds no toJSON on it
-      const text = jsonStringify(run) as string;
-      parts[parts.length] = stringSlice(text, 1, text.length - 1);
-      i = end;
+      bytes += size;
     }
-    parts[parts.length] = "]";
-    return;
   }
-  const record = node as Record<string, unknown>;
-  const keys = objectKeys(record);
+  writeArrayRun(node, start, n, parts);
+  parts[parts.length] = "]";
+}
+
+/** Members start..end-1 of an array, with the comma before them, in one JSON.stringify call. */
+function writeArrayRun(node: unknown[], start: number, end: number, parts: string[]): void {
+  if (end === start) return;
+  const run = arraySlice(node, start, end);
+  setPrototypeOf(run, null); // as encode's own arrays: JSON.stringify finds no toJSON on it
+  const text = jsonStringify(run) as string;
+  parts[parts.length] = `${start > 0 ? "," : ""}${stringSlice(text, 1, text.length - 1)}`;
+  bridge.checkLimits();
+}
+
+function writeObject(node: Record<string, unknown>, sizes: Map<object, number>, parts: string[]): void {
   parts[parts.length] = "{";
+  const keys = objectKeys(node);
+  let run: Record<string, unknown> | null = null; // members not written yet, in key order
+  let bytes = 0;
+  let wrote = false;
   for (let i = 0; i < keys.length; i++) {
-    parts[parts.length] = `${i > 0 ? "," : ""}${jsonStringify(keys[i]) as string}:`;
-    writeJson(record[keys[i]!], large, parts);
+    const key = keys[i]!;
+    const value = node[key];
+    const size = key.length + 4 + countedSize(value, sizes);
+    if (size > PART || bytes + size > PART) {
+      wrote = writeObjectRun(run, wrote, parts);
+      run = null;
+      bytes = 0;
+    }
+    if (size > PART) {
+      if (wrote) parts[parts.length] = ",";
+      writeString(key, parts);
+      parts[parts.length] = ":";
+      writeJson(value, sizes, parts);
+      wrote = true;
+      continue;
+    }
+    // Keys keep their order: a run holds consecutive keys, and its integer-like keys (which
+    // an object lists first) were first among them already.
+    if (run === null) run = objectCreate(null) as Record<string, unknown>;
+    defineData(run, key, value);
+    bytes += size;
   }
+  writeObjectRun(run, wrote, parts);
   parts[parts.length] = "}";
 }
 
-function isMarked(large: Map<object, number>, value: unknown): boolean {
-  return typeof value === "object" && value !== null && mapGet(large, value) !== undefined;
+/** A run of an object's members in one JSON.stringify call; whether anything was written in the object by now. */
+function writeObjectRun(run: Record<string, unknown> | null, wrote: boolean, parts: string[]): boolean {
+  if (run === null) return wrote;
+  const text = jsonStringify(run) as string;
+  parts[parts.length] = `${wrote ? "," : ""}${stringSlice(text, 1, text.length - 1)}`;
+  bridge.checkLimits();
+  return true;
 }
 
-function encodeAlong(value: unknown, path: Path): [string, ArrayBuffer[]] {
-  const buffers = plainArray() as ArrayBuffer[];
-  const encoded = encode(value, path, plainArray(), buffers);
-  let json: string;
-  if (path.largeCount === 0) json = jsonStringify(encoded) as string;
-  else {
-    const parts = plainArray() as string[];
-    writeJson(encoded, path.large, parts);
-    json = arrayJoin(parts, "");
+function writeString(text: string, parts: string[]): void {
+  const n = text.length;
+  if (n <= PART) {
+    parts[parts.length] = jsonStringify(text) as string;
+    bridge.checkLimits();
+    return;
   }
-  // The host reads both by index: own data properties, no getters on the way.
-  const pair = plainArray();
-  defineData(pair, 0, json);
-  defineData(pair, 1, buffers);
-  return pair as [string, ArrayBuffer[]];
+  parts[parts.length] = '"';
+  for (let i = 0; i < n; ) {
+    let end = i + PART < n ? i + PART : n;
+    // Not between the halves of a surrogate pair: each would be written alone, escaped.
+    // (A comparison, not charCodeAt: this module loads after the script, which may have
+    // replaced String.prototype's methods.)
+    if (end < n) {
+      const last = stringSlice(text, end - 1, end);
+      if (last >= "\ud800" && last <= "\udbff") end--;
+    }
+    const json = jsonStringify(stringSlice(text, i, end)) as string;
+    parts[parts.length] = stringSlice(json, 1, json.length - 1);
+    bridge.checkLimits();
+    i = end;
+  }
+  parts[parts.length] = '"';
 }
 
 function decode(value: unknown, buffers: ArrayBuffer[]): unknown {

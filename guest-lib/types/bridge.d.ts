@@ -69,6 +69,13 @@ export interface Bridge {
    * call costs more than encoding a short string in the guest.
    */
   utf8Encode(json: string): ArrayBuffer;
+  /**
+   * Throws when the run is past a limit (CPU, wall time, a stop), as every bridge call does
+   * before its work; otherwise nothing. For guest library loops that spend their time in
+   * native calls, which the engine's own interrupt check (once per 10,000 calls and
+   * back-edges) reaches too rarely.
+   */
+  checkLimits(): void;
   /** A promise's state, read by the host (for console formatting): [state, value or reason]. */
   promiseState(promise: Promise<unknown>): ["pending", undefined] | ["fulfilled", unknown] | ["rejected", unknown];
 

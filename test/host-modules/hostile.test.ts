@@ -43,6 +43,45 @@ describe("hostile arguments", () => {
     expect(((received[1] as unknown[])[0] as Record<string, unknown>).polluted).toBeUndefined();
   });
 
+  it("a script that replaced String, RegExp and Map methods: results (plain JSON or with markers) and argument errors come out right, none of its replacements called", async () => {
+    const result = await runScript(
+      `import { rows, special, take, takeSync } from "app";
+       export default async () => {
+         let called = 0;
+         const replace = (proto, names) => { for (const name of names) proto[name] = function () { called++; throw new Error("replaced " + name) } };
+         replace(String.prototype, ["indexOf", "charCodeAt", "slice"]);
+         replace(RegExp.prototype, ["exec"]);
+         replace(Map.prototype, ["get", "set"]);
+         const plain = await rows();
+         const marked = await special();
+         let refused = "";
+         try { await take(1, { f() {} }) } catch (e) { refused = e.message }
+         const sync = takeSync([1, 2]);
+         return { called, count: plain.length, last: plain[plain.length - 1], marked, refused, sync };
+       }`,
+      {
+        modules: {
+          app: {
+            rows: () => Array.from({ length: 3000 }, (_, i) => ({ id: i, name: `row ${i}` })),
+            special: () => ({ u: undefined, n: -0, bytes: new Uint8Array([7]) }),
+            take: () => 1,
+            takeSync: hostSync((list: number[]) => ({ sum: list[0]! + list[1]!, list })),
+          },
+        },
+      },
+    );
+    const out = value(result) as { called: number; count: number; last: unknown; marked: Record<string, unknown>; refused: string; sync: unknown };
+    expect(out.called).toBe(0);
+    expect(out.count).toBe(3000);
+    expect(out.last).toEqual({ id: 2999, name: "row 2999" });
+    expect(Object.keys(out.marked)).toEqual(["u", "n", "bytes"]);
+    expect(out.marked.u).toBeUndefined();
+    expect(Object.is(out.marked.n, -0)).toBe(true);
+    expect(out.marked.bytes).toEqual(new Uint8Array([7]));
+    expect(out.refused).toContain("app.take: argument 2 (at .f): a function cannot cross");
+    expect(out.sync).toEqual({ sum: 3, list: [1, 2] });
+  });
+
   it("getters on guest data run in the guest (once, while copying), never in the host: the host gets plain data", async () => {
     let arg: Record<string, unknown> | undefined;
     const result = await runScript(

@@ -204,7 +204,7 @@ describe("the bridge validates every argument", () => {
     const report = outcome.value as Record<string, string[]>;
     expect(Object.keys(report).sort()).toEqual(
       [
-        "cloudConfig", "cryptoDigest", "cryptoHmac", "env", "fetch", "fetchAbort", "intl", "loadModule", "location", "log", "performanceNow",
+        "checkLimits", "cloudConfig", "cryptoDigest", "cryptoHmac", "env", "fetch", "fetchAbort", "intl", "loadModule", "location", "log", "performanceNow",
         "performanceTimeOrigin", "promiseState", "randomBytes", "secret", "timerStart", "timerStop", "utf8Encode",
         "hostModule", "hostCall", "hostCallSync",
       ].sort(),

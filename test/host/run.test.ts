@@ -128,7 +128,7 @@ describe("values crossing the boundary", () => {
     expect(result.error.message).toContain(message);
   });
 
-  it("large results (containers of more than 4,096 members, written in parts) cross exactly: nested, special values, $sbx keys, paths in errors", async () => {
+  it("large results (more than 16 KiB of JSON, written in parts) cross exactly: nested, special values, $sbx keys, paths in errors", async () => {
     const result = await sandbox.run(`export default () => {
       const big = Array.from({ length: 10000 }, (_, i) => (i % 1000 === 0 ? { i, $sbx: "user key", inner: Array.from({ length: 5000 }, (_, j) => (j === 7 ? -0 : j)) } : i % 3 === 0 ? [i, NaN, undefined] : i));
       const keyed = {};
@@ -167,6 +167,54 @@ describe("values crossing the boundary", () => {
       expect(big.disposed).toBe(false);
     } finally {
       await big.dispose();
+    }
+  });
+
+  it("long strings and keys (written in slices) cross exactly: surrogate pairs at the slice edges, lone surrogates, control characters", async () => {
+    // The same strings built on both sides: slices are 16,384 characters, so a pair sits
+    // across each edge, and every kind of character JSON escapes differently is repeated.
+    const build = `(n) => {
+      let s = "";
+      const pieces = ["a", "\\u0001", "\\"", "\\\\", "\\u00e9", "\\ud83d\\ude00", "\\ud800", "\\udc00x", "\\u2028", "\\n"];
+      for (let i = 0; s.length < n; i++) s += pieces[i % pieces.length];
+      return s;
+    }`;
+    const make = new Function(`return ${build}`)() as (n: number) => string;
+    const result = await sandbox.run(`const make = ${build};
+      export default () => {
+        const edge = "a".repeat(16383) + "\\ud83d\\ude00" + "b".repeat(16383) + "\\ud800" + "c".repeat(5);
+        return { long: make(200000), edge, keyed: { [make(40000)]: make(17000), small: 1 }, list: [make(20000), edge, 3] };
+      }`);
+    expect(result.ok ? "" : result.error.message).toBe("");
+    if (!result.ok) return;
+    const edge = "a".repeat(16383) + "\ud83d\ude00" + "b".repeat(16383) + "\ud800" + "c".repeat(5);
+    expect(result.value).toEqual({ long: make(200000), edge, keyed: { [make(40000)]: make(17000), small: 1 }, list: [make(20000), edge, 3] });
+    // A string result on its own (the core's stringify hook hands a long one to the marshal module).
+    const alone = await sandbox.run(`const make = ${build}; export default () => make(100000)`);
+    expect(alone.ok && alone.value === make(100000)).toBe(true);
+  });
+
+  it.each([
+    ["a string of control characters, as a result on its own", "'\\u0001'.repeat(3e6)"],
+    ["a string of control characters in an array", "['\\u0001'.repeat(3e6)]"],
+    ["a key of control characters", "({ ['\\u0001'.repeat(3e6)]: 1 })"],
+    ["many strings in small containers", "Array.from({ length: 100 }, () => ['\\u0001'.repeat(30000)])"],
+  ])("a result whose JSON takes seconds to write (%s) ends at the CPU limit, not by terminating the worker", async (_what, value) => {
+    // JSON.stringify escapes a control character in ~400 ns here: 3e6 of them were one native
+    // call of ~1.2 s (the interrupt does not reach it), and parts of it in a loop reached the
+    // engine's own interrupt check (every 10,000 calls) only after minutes.
+    const limited = await createSandbox({ limits: { cpuTimeMs: 300, memoryBytes: 128 * 1024 * 1024 } });
+    try {
+      const result = await limited.run(`export default () => ${value}`);
+      expect(result.ok).toBe(false);
+      if (result.ok) return;
+      expect(result.error.kind).toBe("cpu");
+      expect(result.error.message).not.toContain("native call");
+      expect(result.stats.cpuTimeMs).toBeLessThan(400);
+      expect(limited.disposed).toBe(false);
+      expect(await limited.run("export default () => 'still here'")).toMatchObject({ ok: true, value: "still here" });
+    } finally {
+      await limited.dispose();
     }
   });
 

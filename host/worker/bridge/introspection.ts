@@ -1,5 +1,6 @@
 // What only the host can see about guest values (QuickJS has no way to read a promise's
-// state from JavaScript); used by console formatting: `Promise { <pending> }`.
+// state from JavaScript; used by console formatting: `Promise { <pending> }`), and the
+// run's limits, for guest library loops whose time goes into native calls.
 import type { Realm } from "../realm.js";
 import type { BridgeFunctions } from "./index.js";
 import { BridgeArgumentError } from "./args.js";
@@ -22,6 +23,16 @@ export function introspectionFunctions(realm: Realm): BridgeFunctions {
         state.error.dispose();
       }
       return out;
+    },
+    /**
+     * Nothing but the check every bridge call makes first (bridgeEntries): past a deadline it
+     * throws. QuickJS polls the interrupt handler once per 10,000 calls and back-edges, so a
+     * loop of a few long native calls (the marshal module writing 180 MB of JSON in parts of
+     * ~10 ms each) would reach it only after minutes, and the watchdog would terminate the
+     * worker first.
+     */
+    checkLimits() {
+      return undefined;
     },
   };
 }
