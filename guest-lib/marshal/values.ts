@@ -79,21 +79,37 @@ interface Path {
   /** At least this many bytes of JSON (and buffers) so far, and the most allowed (serializeWithin). */
   size: number;
   max: number;
-  /** The counted size of each output container larger than RECORDED (writeJson groups members by it). */
+  /** How many finite numbers were counted in `size` (the part writer weighs them more: see NUMBER_WEIGHT). */
+  numbers: number;
+  /** The weight of each output container heavier than RECORDED (writeJson groups members by it). */
   sizes: Map<object, number>;
+  /** The keys of each object in `sizes` heavier than PART, in order (writeObject does not list them again). */
+  keysOf: Map<object, string[]>;
+  /** Characters of JSON written in parts so far (serializeWithin refuses past `max` before joining them). */
+  written: number;
+  /** Bytes of the buffers, counted in `size` too. */
+  bufferBytes: number;
 }
 
 /**
  * The most counted bytes one JSON.stringify call is given (writeJson): a value counted
  * larger is written in parts. Counted bytes are a lower bound of the JSON (escapes write
- * up to 6 bytes per character, a number up to 24); QuickJS writes 10-20 ns per character
- * here, ~100 ns per number, ~400 ns per control character (escaped with a printf), so one
- * call stays within ~7 ms. Between calls writeParts asks the host whether the run is past a
- * limit (bridge.checkLimits): the engine's own interrupt check comes once per 10,000 calls
- * and back-edges, which a loop over such parts would take minutes to reach.
+ * up to 6 bytes per character; numbers are weighed apart, see NUMBER_WEIGHT); QuickJS
+ * writes 10-20 ns per character here, ~400 ns per control character (escaped with a
+ * printf), so one call stays within ~7 ms (~12 ms for subnormal numbers). Between calls
+ * writeParts asks the host whether the run is past a limit (bridge.checkLimits): the
+ * engine's own interrupt check comes once per 10,000 calls and back-edges, which a loop
+ * over such parts would take minutes to reach.
  */
 const PART = 16384;
-/** Output containers counted larger than this have their size recorded; smaller ones count as this much. */
+/**
+ * The part writer's weight of a number: `size` counts one byte (a lower bound of its JSON),
+ * but QuickJS takes 0.6-9 µs to print a number here and ~46 µs for a small subnormal
+ * (5e-324 * k): counted at 1, 8,000 of them were one call of ~450 ms (found by review).
+ * At 64, a part holds at most 256 numbers (~12 ms of subnormals).
+ */
+const NUMBER_WEIGHT = 64;
+/** Output containers heavier than this have their weight recorded; lighter ones weigh this much. */
 const RECORDED = 512;
 
 /** Thrown by encode past `max`: caught by serializeWithin, never seen by a script. */
@@ -182,6 +198,7 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
     case "number":
       if (isFinite(value) && !objectIs(value, -0)) {
         charge(path, 1);
+        path.numbers++;
         return value;
       }
       // {"$sbx":"number","v":"-0"}, and with "NaN", "Infinity", "-Infinity".
@@ -218,11 +235,13 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
   }
   if (!plainProto && object instanceof ArrayBufferCtor) {
     charge(path, (object as ArrayBuffer).byteLength + 20);
+    path.bufferBytes += (object as ArrayBuffer).byteLength;
     return marker("bytes", "i", pushTo(buffers, arrayBufferSlice(object, 0)));
   }
   if (isArrayBufferView(object)) {
     const view = object as ArrayBufferView;
     charge(path, view.byteLength + 20);
+    path.bufferBytes += view.byteLength;
     return marker("bytes", "i", pushTo(buffers, arrayBufferSlice(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength)));
   }
   const toJSON = (object as { toJSON?: unknown }).toJSON;
@@ -230,6 +249,7 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
   ancestors[depth] = object;
   const keysOnPath = path.keys;
   const sizeBefore = path.size;
+  const numbersBefore = path.numbers;
   if (isArray(object)) {
     charge(path, 2);
     const out = plainArray();
@@ -242,6 +262,7 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
       const bytes = plainSize(item);
       if (bytes >= 0) {
         if ((path.size += i > 0 ? bytes + 1 : bytes) > path.max) throw TOO_LARGE;
+        if (bytes === 1) path.numbers++; // only a number counts 1 (a string counts its quotes)
         out[i] = item;
         continue;
       }
@@ -249,7 +270,7 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
       keysOnPath[depth] = i;
       out[i] = encode(item, path, depth + 1, buffers);
     }
-    recordSize(path, out, path.size - sizeBefore);
+    recordWeight(path, out, sizeBefore, numbersBefore);
     return out;
   }
   if (!plainProto) {
@@ -271,6 +292,7 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
     const bytes = plainSize(item);
     if (bytes >= 0) {
       if ((path.size += keyBytes + bytes) > path.max) throw TOO_LARGE;
+      if (bytes === 1) path.numbers++;
       out[key] = item;
     } else {
       charge(path, keyBytes);
@@ -279,10 +301,11 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
     }
     if (key === MARK) hasMark = true;
   }
-  recordSize(path, out, path.size - sizeBefore);
+  const weight = recordWeight(path, out, sizeBefore, numbersBefore);
+  if (weight > PART) mapSet(path.keysOf, out, keys);
   if (!hasMark) return out;
   const wrapped = marker("object", "v", out);
-  recordSize(path, wrapped, path.size - sizeBefore + 22); // {"$sbx":"object","v":…}
+  if (weight + 22 > RECORDED) mapSet(path.sizes, wrapped, weight + 22); // {"$sbx":"object","v":…}
   return wrapped;
 }
 
@@ -296,7 +319,7 @@ export function serialize(value: unknown, rootName: string): [string | string[],
   const path = newPath(rootName, Infinity);
   const buffers = plainArray() as ArrayBuffer[];
   const encoded = encode(value, path, 0, buffers);
-  return pairOf(path.size <= PART ? (jsonStringify(encoded) as string) : writeParts(encoded, path.sizes), buffers) as [string | string[], ArrayBuffer[]];
+  return pairOf(weightOf(path) <= PART ? (jsonStringify(encoded) as string) : writeParts(encoded, path), buffers) as [string | string[], ArrayBuffer[]];
 }
 
 /**
@@ -311,14 +334,18 @@ export function serialize(value: unknown, rootName: string): [string | string[],
 export function serializeWithin(value: unknown, rootName: string, maxBytes: number): [string, ArrayBuffer[]] | [null, number] {
   const path = newPath(rootName, maxBytes);
   const buffers = plainArray() as ArrayBuffer[];
-  let encoded: unknown;
+  let json: string;
   try {
-    encoded = encode(value, path, 0, buffers);
+    const encoded = encode(value, path, 0, buffers);
+    // In parts, the written JSON is counted as it grows (numbers count 1 while encoding, a
+    // 16-digit one writes 16): past `max` it is refused before the parts are joined in one
+    // native call (71 MB of them took ~200 ms; found by review).
+    json = weightOf(path) <= PART ? (jsonStringify(encoded) as string) : arrayJoin(writeParts(encoded, path), "");
   } catch (error) {
     if (error !== TOO_LARGE) throw error;
-    return pairOf(null, path.size) as [null, number];
+    const written = path.written + path.bufferBytes;
+    return pairOf(null, written > path.size ? written : path.size) as [null, number];
   }
-  const json = path.size <= PART ? (jsonStringify(encoded) as string) : arrayJoin(writeParts(encoded, path.sizes), "");
   return pairOf(json, buffers) as [string, ArrayBuffer[]];
 }
 
@@ -331,11 +358,30 @@ function pairOf(first: unknown, second: unknown): [unknown, unknown] {
 }
 
 function newPath(root: string, max: number): Path {
-  return { root, ancestors: plainArray(), keys: plainArray() as (string | number)[], size: 0, max, sizes: new MapCtor<object, number>() };
+  return {
+    root,
+    ancestors: plainArray(),
+    keys: plainArray() as (string | number)[],
+    size: 0,
+    max,
+    numbers: 0,
+    sizes: new MapCtor<object, number>(),
+    keysOf: new MapCtor<object, string[]>(),
+    written: 0,
+    bufferBytes: 0,
+  };
 }
 
-function recordSize(path: Path, out: object, size: number): void {
-  if (size > RECORDED) mapSet(path.sizes, out, size);
+/** The part writer's measure of everything encoded so far: counted bytes, numbers weighed more. */
+function weightOf(path: Path): number {
+  return path.size + path.numbers * (NUMBER_WEIGHT - 1);
+}
+
+/** Records a container's weight (what was encoded since `sizeBefore`/`numbersBefore`) when it is heavier than RECORDED; returns it. */
+function recordWeight(path: Path, out: object, sizeBefore: number, numbersBefore: number): number {
+  const weight = path.size - sizeBefore + (path.numbers - numbersBefore) * (NUMBER_WEIGHT - 1);
+  if (weight > RECORDED) mapSet(path.sizes, out, weight);
+  return weight;
 }
 
 // The shared markers, at their counted sizes (they are never recorded: see encode).
@@ -349,126 +395,133 @@ const SHARED_MARKERS: [object, number][] = [
 
 /**
  * JSON text of what encode built, as JSON.stringify writes it, in parts, none of them one
- * native call over more than about PART counted bytes: JSON.stringify runs in C, where the
+ * native call over more than about PART of weight: JSON.stringify runs in C, where the
  * interrupt does not reach, and 2,000,000 `-0` (54 MB of JSON), or a string of 30,000,000
  * control characters (180 MB) given to it at the end of a run's CPU budget, outlived the
  * limit's grace, so the watchdog terminated the worker and every sandbox on it (found by
- * review). Containers are split between members, by the sizes encode recorded; strings
+ * review). Containers are split between members, by the weights encode recorded; strings
  * between characters (never inside a surrogate pair).
  */
-function writeParts(encoded: unknown, sizes: Map<object, number>): string[] {
-  for (let i = 0; i < SHARED_MARKERS.length; i++) mapSet(sizes, SHARED_MARKERS[i]![0], SHARED_MARKERS[i]![1]);
+function writeParts(encoded: unknown, path: Path): string[] {
+  for (let i = 0; i < SHARED_MARKERS.length; i++) mapSet(path.sizes, SHARED_MARKERS[i]![0], SHARED_MARKERS[i]![1]);
   const parts = plainArray() as string[];
-  writeJson(encoded, sizes, parts);
+  writeJson(encoded, path, parts);
   return parts;
 }
 
-function writeJson(node: unknown, sizes: Map<object, number>, parts: string[]): void {
-  if (typeof node === "string") return writeString(node, parts);
-  const size = typeof node === "object" && node !== null ? (mapGet(sizes, node) as number | undefined) : undefined;
-  if (size === undefined || size <= PART) {
-    parts[parts.length] = jsonStringify(node) as string;
-    bridge.checkLimits();
-  } else if (isArray(node)) writeArray(node, sizes, parts);
-  else writeObject(node as Record<string, unknown>, sizes, parts);
+/** Adds a part; past `max` (serializeWithin's limit, with the buffers) the arguments are refused before anything is joined. */
+function push(path: Path, parts: string[], text: string): void {
+  if ((path.written += text.length) + path.bufferBytes > path.max) throw TOO_LARGE;
+  parts[parts.length] = text;
 }
 
-/** A member's counted size: a container encode recorded, a string, or at most RECORDED. */
-function countedSize(member: unknown, sizes: Map<object, number>): number {
-  if (typeof member === "string") return member.length + 2;
-  if (typeof member !== "object" || member === null) return 5;
-  const size = mapGet(sizes, member) as number | undefined;
-  return size === undefined ? RECORDED : size;
-}
-
-function writeArray(node: unknown[], sizes: Map<object, number>, parts: string[]): void {
-  parts[parts.length] = "[";
-  const n = node.length;
-  let start = 0; // the first member not written yet
-  let bytes = 0;
-  for (let i = 0; i < n; i++) {
-    const member = node[i];
-    // Numbers, booleans and null inline: a call per member was a fifth of a 100,000-number result.
-    const size = typeof member === "object" || typeof member === "string" ? countedSize(member, sizes) : 5;
-    if (size > PART) {
-      writeArrayRun(node, start, i, parts);
-      if (i > 0) parts[parts.length] = ",";
-      writeJson(node[i], sizes, parts);
-      start = i + 1;
-      bytes = 0;
-    } else {
-      if (bytes + size > PART) {
-        writeArrayRun(node, start, i, parts);
-        start = i;
-        bytes = 0;
-      }
-      bytes += size;
-    }
-  }
-  writeArrayRun(node, start, n, parts);
-  parts[parts.length] = "]";
-}
-
-/** Members start..end-1 of an array, with the comma before them, in one JSON.stringify call. */
-function writeArrayRun(node: unknown[], start: number, end: number, parts: string[]): void {
-  if (end === start) return;
-  const run = arraySlice(node, start, end);
-  setPrototypeOf(run, null); // as encode's own arrays: JSON.stringify finds no toJSON on it
-  const text = jsonStringify(run) as string;
-  parts[parts.length] = `${start > 0 ? "," : ""}${stringSlice(text, 1, text.length - 1)}`;
+/** Adds the JSON of one JSON.stringify call as a part (without its first and last `cut` characters), then lets the host check the run's limits. */
+function pushWritten(path: Path, parts: string[], prefix: string, json: string, cut: number): void {
+  push(path, parts, cut === 0 ? prefix + json : prefix + stringSlice(json, cut, json.length - cut));
   bridge.checkLimits();
 }
 
-function writeObject(node: Record<string, unknown>, sizes: Map<object, number>, parts: string[]): void {
-  parts[parts.length] = "{";
-  const keys = objectKeys(node);
+function writeJson(node: unknown, path: Path, parts: string[]): void {
+  if (typeof node === "string") return writeString(node, path, parts);
+  const weight = typeof node === "object" && node !== null ? (mapGet(path.sizes, node) as number | undefined) : undefined;
+  if (weight === undefined || weight <= PART) pushWritten(path, parts, "", jsonStringify(node) as string, 0);
+  else if (isArray(node)) writeArray(node, path, parts);
+  else writeObject(node as Record<string, unknown>, path, parts);
+}
+
+/** A member's weight: a container encode recorded, a string, a number, or at most RECORDED. */
+function weightOfMember(member: unknown, sizes: Map<object, number>): number {
+  if (typeof member === "string") return member.length + 2;
+  if (typeof member === "number") return NUMBER_WEIGHT;
+  if (typeof member !== "object" || member === null) return 5;
+  const weight = mapGet(sizes, member) as number | undefined;
+  return weight === undefined ? RECORDED : weight;
+}
+
+function writeArray(node: unknown[], path: Path, parts: string[]): void {
+  push(path, parts, "[");
+  const n = node.length;
+  let start = 0; // the first member not written yet
+  let weight = 0;
+  for (let i = 0; i < n; i++) {
+    const member = node[i];
+    // Numbers inline: a call per member was a fifth of a 100,000-number result.
+    const memberWeight = typeof member === "number" ? NUMBER_WEIGHT : weightOfMember(member, path.sizes);
+    if (memberWeight > PART) {
+      writeArrayRun(node, start, i, path, parts);
+      if (i > 0) push(path, parts, ",");
+      writeJson(member, path, parts);
+      start = i + 1;
+      weight = 0;
+    } else {
+      if (weight + memberWeight > PART) {
+        writeArrayRun(node, start, i, path, parts);
+        start = i;
+        weight = 0;
+      }
+      weight += memberWeight;
+    }
+  }
+  writeArrayRun(node, start, n, path, parts);
+  push(path, parts, "]");
+}
+
+/** Members start..end-1 of an array, with the comma before them, in one JSON.stringify call. */
+function writeArrayRun(node: unknown[], start: number, end: number, path: Path, parts: string[]): void {
+  if (end === start) return;
+  const run = arraySlice(node, start, end);
+  setPrototypeOf(run, null); // as encode's own arrays: JSON.stringify finds no toJSON on it
+  pushWritten(path, parts, start > 0 ? "," : "", jsonStringify(run) as string, 1);
+}
+
+function writeObject(node: Record<string, unknown>, path: Path, parts: string[]): void {
+  push(path, parts, "{");
+  // The keys encode listed (listing 2,000,000 keys again was ~200 ms in one native call; review).
+  const keys = (mapGet(path.keysOf, node) as string[] | undefined) ?? objectKeys(node);
   let run: Record<string, unknown> | null = null; // members not written yet, in key order
-  let bytes = 0;
+  let weight = 0;
   let wrote = false;
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
     const value = node[key];
-    const size = key.length + 4 + countedSize(value, sizes);
-    if (size > PART || bytes + size > PART) {
-      wrote = writeObjectRun(run, wrote, parts);
+    const memberWeight = key.length + 4 + weightOfMember(value, path.sizes);
+    if (memberWeight > PART || weight + memberWeight > PART) {
+      wrote = writeObjectRun(run, wrote, path, parts);
       run = null;
-      bytes = 0;
+      weight = 0;
     }
-    if (size > PART) {
-      if (wrote) parts[parts.length] = ",";
-      writeString(key, parts);
-      parts[parts.length] = ":";
-      writeJson(value, sizes, parts);
+    if (memberWeight > PART) {
+      if (wrote) push(path, parts, ",");
+      writeString(key, path, parts);
+      push(path, parts, ":");
+      writeJson(value, path, parts);
       wrote = true;
       continue;
     }
     // Keys keep their order: a run holds consecutive keys, and its integer-like keys (which
     // an object lists first) were first among them already.
     if (run === null) run = objectCreate(null) as Record<string, unknown>;
-    defineData(run, key, value);
-    bytes += size;
+    run[key] = value; // prototype-free: no setter, "__proto__" an own key (see encode)
+    weight += memberWeight;
   }
-  writeObjectRun(run, wrote, parts);
-  parts[parts.length] = "}";
+  writeObjectRun(run, wrote, path, parts);
+  push(path, parts, "}");
 }
 
 /** A run of an object's members in one JSON.stringify call; whether anything was written in the object by now. */
-function writeObjectRun(run: Record<string, unknown> | null, wrote: boolean, parts: string[]): boolean {
+function writeObjectRun(run: Record<string, unknown> | null, wrote: boolean, path: Path, parts: string[]): boolean {
   if (run === null) return wrote;
-  const text = jsonStringify(run) as string;
-  parts[parts.length] = `${wrote ? "," : ""}${stringSlice(text, 1, text.length - 1)}`;
-  bridge.checkLimits();
+  pushWritten(path, parts, wrote ? "," : "", jsonStringify(run) as string, 1);
   return true;
 }
 
-function writeString(text: string, parts: string[]): void {
+function writeString(text: string, path: Path, parts: string[]): void {
   const n = text.length;
   if (n <= PART) {
-    parts[parts.length] = jsonStringify(text) as string;
-    bridge.checkLimits();
+    pushWritten(path, parts, "", jsonStringify(text) as string, 0);
     return;
   }
-  parts[parts.length] = '"';
+  push(path, parts, '"');
   for (let i = 0; i < n; ) {
     let end = i + PART < n ? i + PART : n;
     // Not between the halves of a surrogate pair: each would be written alone, escaped.
@@ -478,12 +531,10 @@ function writeString(text: string, parts: string[]): void {
       const last = stringSlice(text, end - 1, end);
       if (last >= "\ud800" && last <= "\udbff") end--;
     }
-    const json = jsonStringify(stringSlice(text, i, end)) as string;
-    parts[parts.length] = stringSlice(json, 1, json.length - 1);
-    bridge.checkLimits();
+    pushWritten(path, parts, "", jsonStringify(stringSlice(text, i, end)) as string, 1);
     i = end;
   }
-  parts[parts.length] = '"';
+  push(path, parts, '"');
 }
 
 function decode(value: unknown, buffers: ArrayBuffer[]): unknown {

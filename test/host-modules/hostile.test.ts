@@ -182,6 +182,26 @@ describe("hostile arguments", () => {
     expect(received).toBe(2);
   });
 
+  it("arguments counted under maxHostCallBytes but written far past it (16-digit numbers count 1 byte each) are refused in the guest once the written JSON passes the limit", async () => {
+    let calls = 0;
+    const result = await runScript(
+      `import { take } from "app";
+       export default async () => {
+         const a = new Array(500000); for (let i = 0; i < a.length; i++) a[i] = 1234567890123456 - i;
+         try { await take(a); return "crossed" } catch (e) { return e.name + ": " + e.message }
+       }`,
+      { modules: { app: { take: () => void calls++ } }, limits: { maxHostCallBytes: 1024 * 1024, cpuTimeMs: 20_000 } },
+    );
+    // ~8.5 MB of JSON: the guest joined all of it in one native call before the host refused it
+    // by its real size (71 MB took ~200 ms at the default limit; found by review).
+    const message = value(result) as string;
+    const written = Number(/are (\d+) bytes or more$/.exec(message)?.[1]);
+    expect(message).toMatch(/^RangeError: limit: maxHostCallBytes \(1 MiB\) exceeded: the arguments of app\.take are \d+ bytes or more$/);
+    expect(written).toBeGreaterThan(1024 * 1024);
+    expect(written).toBeLessThan(1.1 * 1024 * 1024);
+    expect(calls).toBe(0);
+  });
+
   it("finding which argument threw encodes each within the size bound (a getter that throws once, on a sparse array)", async () => {
     const result = await runScript(
       `import { take } from "app";

@@ -199,10 +199,13 @@ describe("values crossing the boundary", () => {
     ["a string of control characters in an array", "['\\u0001'.repeat(3e6)]"],
     ["a key of control characters", "({ ['\\u0001'.repeat(3e6)]: 1 })"],
     ["many strings in small containers", "Array.from({ length: 100 }, () => ['\\u0001'.repeat(30000)])"],
+    ["subnormal numbers in arrays of 8,000", "Array.from({ length: 20 }, () => Array.from({ length: 8000 }, (_, i) => 5e-324 * (i + 1)))"],
+    ["subnormal numbers in one array", "Array.from({ length: 100000 }, (_, i) => 5e-324 * (i + 1))"],
   ])("a result whose JSON takes seconds to write (%s) ends at the CPU limit, not by terminating the worker", async (_what, value) => {
-    // JSON.stringify escapes a control character in ~400 ns here: 3e6 of them were one native
-    // call of ~1.2 s (the interrupt does not reach it), and parts of it in a loop reached the
-    // engine's own interrupt check (every 10,000 calls) only after minutes.
+    // JSON.stringify escapes a control character in ~400 ns here and prints a small subnormal
+    // number in ~46 µs: 3e6 such characters were one native call of ~1.2 s (the interrupt does
+    // not reach it), 8,000 such numbers counted as 16 KB one of ~450 ms, and parts in a loop
+    // reached the engine's own interrupt check (every 10,000 calls) only after minutes.
     const limited = await createSandbox({ limits: { cpuTimeMs: 300, memoryBytes: 128 * 1024 * 1024 } });
     try {
       const result = await limited.run(`export default () => ${value}`);
