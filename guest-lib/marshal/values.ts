@@ -218,9 +218,14 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
     charge(path, 4);
     return null;
   }
+  // Few locals, shared by both loops: QuickJS gives every declaration its own slot in the
+  // frame, and this function recurses once per level of nesting (the depth a result can
+  // have under stackBytes depends on its frame).
+  let i: number;
+  let item: unknown;
+  let bytes: number;
   const object = value as object;
-  const ancestors = path.ancestors;
-  for (let i = 0; i < depth; i++) if (ancestors[i] === object) refuse(path, depth, "a value with a cycle");
+  for (i = 0; i < depth; i++) if (path.ancestors[i] === object) refuse(path, depth, "a value with a cycle");
   const proto = getPrototypeOf(object);
   // A plain object's chain holds no Date or ArrayBuffer prototype: two instanceof walks saved per object.
   const plainProto = proto === ObjectPrototype || proto === null;
@@ -229,25 +234,19 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
       charge(path, 4);
       return null;
     }
-    const iso = dateToISOString(object);
-    charge(path, iso.length + 2);
-    return iso;
+    item = dateToISOString(object);
+    charge(path, (item as string).length + 2);
+    return item;
   }
   if (!plainProto && object instanceof ArrayBufferCtor) {
     charge(path, (object as ArrayBuffer).byteLength + 20);
     path.bufferBytes += (object as ArrayBuffer).byteLength;
     return marker("bytes", "i", pushTo(buffers, arrayBufferSlice(object, 0)));
   }
-  if (isArrayBufferView(object)) {
-    const view = object as ArrayBufferView;
-    charge(path, view.byteLength + 20);
-    path.bufferBytes += view.byteLength;
-    return marker("bytes", "i", pushTo(buffers, arrayBufferSlice(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength)));
-  }
-  const toJSON = (object as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === "function") return encode(reflectApply(toJSON, object, []), path, depth, buffers);
-  ancestors[depth] = object;
-  const keysOnPath = path.keys;
+  if (isArrayBufferView(object)) return bytesMarker(object as ArrayBufferView, path, buffers);
+  item = (object as { toJSON?: unknown }).toJSON;
+  if (typeof item === "function") return encode(reflectApply(item, object, []), path, depth, buffers);
+  path.ancestors[depth] = object;
   const sizeBefore = path.size;
   const numbersBefore = path.numbers;
   if (isArray(object)) {
@@ -255,11 +254,11 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
     const out = plainArray();
     // A prototype-free array: an index store finds no setter (see plainArray), and is
     // cheaper for QuickJS than a defineProperty with a descriptor object per element.
-    for (let i = 0; i < object.length; i++) {
-      const item: unknown = object[i];
+    for (i = 0; i < object.length; i++) {
+      item = object[i];
       // Values written as they are, counted here: a call of encode (and of charge) per
       // element was most of the cost of an array of numbers or strings.
-      const bytes = plainSize(item);
+      bytes = plainSize(item);
       if (bytes >= 0) {
         if ((path.size += i > 0 ? bytes + 1 : bytes) > path.max) throw TOO_LARGE;
         if (bytes === 1) path.numbers++; // only a number counts 1 (a string counts its quotes)
@@ -267,40 +266,52 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
         continue;
       }
       if (i > 0) charge(path, 1);
-      keysOnPath[depth] = i;
+      path.keys[depth] = i;
       out[i] = encode(item, path, depth + 1, buffers);
     }
     recordWeight(path, out, sizeBefore, numbersBefore);
     return out;
   }
-  if (!plainProto) {
-    const name = constructorName(object);
-    const hint =
-      name === "Map" ? "use Object.fromEntries(map)" : name === "Set" ? "use Array.from(set)" : name === "Promise" ? "await it" : "return plain data";
-    return refuse(path, depth, `a ${name} object`, hint);
-  }
+  if (!plainProto) return refuseClass(object, path, depth);
   // Prototype-free: a plain assignment finds no setter a script put on Object.prototype,
   // and "__proto__" becomes an own key (cheaper than defineData's descriptor per key).
   const out = objectCreate(null) as Record<string, unknown>;
   const keys = objectKeys(object);
   charge(path, 2);
   let hasMark = false;
-  for (let i = 0; i < keys.length; i++) {
+  for (i = 0; i < keys.length; i++) {
     const key = keys[i]!;
-    const keyBytes = key.length + (i > 0 ? 4 : 3); // "key": and the comma before it
-    const item: unknown = (object as Record<string, unknown>)[key];
-    const bytes = plainSize(item);
+    item = (object as Record<string, unknown>)[key];
+    bytes = plainSize(item);
+    // "key": and the comma before it
     if (bytes >= 0) {
-      if ((path.size += keyBytes + bytes) > path.max) throw TOO_LARGE;
+      if ((path.size += key.length + (i > 0 ? 4 : 3) + bytes) > path.max) throw TOO_LARGE;
       if (bytes === 1) path.numbers++;
       out[key] = item;
     } else {
-      charge(path, keyBytes);
-      keysOnPath[depth] = key;
+      charge(path, key.length + (i > 0 ? 4 : 3));
+      path.keys[depth] = key;
       out[key] = encode(item, path, depth + 1, buffers);
     }
     if (key === MARK) hasMark = true;
   }
+  return finishObject(out, keys, hasMark, path, sizeBefore, numbersBefore);
+}
+
+function bytesMarker(view: ArrayBufferView, path: Path, buffers: ArrayBuffer[]): Record<string, unknown> {
+  charge(path, view.byteLength + 20);
+  path.bufferBytes += view.byteLength;
+  return marker("bytes", "i", pushTo(buffers, arrayBufferSlice(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength)));
+}
+
+function refuseClass(object: object, path: Path, depth: number): never {
+  const name = constructorName(object);
+  const hint = name === "Map" ? "use Object.fromEntries(map)" : name === "Set" ? "use Array.from(set)" : name === "Promise" ? "await it" : "return plain data";
+  return refuse(path, depth, `a ${name} object`, hint);
+}
+
+/** An encoded object's weight recorded (and its keys, when it will be written in parts); wrapped when it has an own "$sbx" key. */
+function finishObject(out: Record<string, unknown>, keys: string[], hasMark: boolean, path: Path, sizeBefore: number, numbersBefore: number): unknown {
   const weight = recordWeight(path, out, sizeBefore, numbersBefore);
   if (weight > PART) mapSet(path.keysOf, out, keys);
   if (!hasMark) return out;
@@ -438,6 +449,10 @@ function weightOfMember(member: unknown, sizes: Map<object, number>): number {
   return weight === undefined ? RECORDED : weight;
 }
 
+// writeArray and writeObject call each other directly for members heavier than PART (not
+// through writeJson): the writer recurses once per level of such nesting, and every frame
+// counts against stackBytes (a result nested 560 levels deep around a long string was
+// refused where 679 had crossed).
 function writeArray(node: unknown[], path: Path, parts: string[]): void {
   push(path, parts, "[");
   const n = node.length;
@@ -450,7 +465,10 @@ function writeArray(node: unknown[], path: Path, parts: string[]): void {
     if (memberWeight > PART) {
       writeArrayRun(node, start, i, path, parts);
       if (i > 0) push(path, parts, ",");
-      writeJson(member, path, parts);
+      // (writeJson's dispatch, inline: one frame per level of heavy nesting, see writeArray.)
+      if (typeof member === "string") writeString(member, path, parts);
+      else if (isArray(member)) writeArray(member, path, parts);
+      else writeObject(member as Record<string, unknown>, path, parts);
       start = i + 1;
       weight = 0;
     } else {
@@ -494,7 +512,10 @@ function writeObject(node: Record<string, unknown>, path: Path, parts: string[])
       if (wrote) push(path, parts, ",");
       writeString(key, path, parts);
       push(path, parts, ":");
-      writeJson(value, path, parts);
+      if (typeof value === "string") writeString(value, path, parts);
+      else if (weightOfMember(value, path.sizes) <= PART) pushWritten(path, parts, "", jsonStringify(value) as string, 0);
+      else if (isArray(value)) writeArray(value, path, parts);
+      else writeObject(value as Record<string, unknown>, path, parts);
       wrote = true;
       continue;
     }

@@ -221,6 +221,20 @@ describe("values crossing the boundary", () => {
     }
   });
 
+  it("results nested 700 levels deep cross at the default stackBytes, around a small value or one written in parts", async () => {
+    // The encoder and the part writer recurse once per level: their frames decide the depth
+    // (a review found 524-583 levels after the writer came in, 679 before).
+    for (const leaf of ["1", "'x'.repeat(20000)"]) {
+      for (const wrap of ["[v]", "({ k: v })"]) {
+        const result = await sandbox.run(`export default () => { let v = ${leaf}; for (let i = 0; i < 700; i++) v = ${wrap}; return v }`);
+        expect(result.ok ? "" : result.error.message, `${leaf} in ${wrap}`).toBe("");
+        let node = result.ok ? result.value : undefined;
+        for (let i = 0; i < 700; i++) node = Array.isArray(node) ? node[0] : (node as { k: unknown }).k;
+        expect(node).toBe(leaf === "1" ? 1 : "x".repeat(20000));
+      }
+    }
+  });
+
   it("shares structure but copies: mutating the input in the guest does not touch the host's object", async () => {
     const input = { list: [1, 2] };
     const result = await sandbox.run("export default (i) => { i.list.push(3); return i.list }", { input });

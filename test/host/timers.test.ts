@@ -40,8 +40,11 @@ describe("timers", () => {
   it("setInterval repeats until clearInterval", async () => {
     const result = await sandbox.run(`
       let ticks = 0;
-      const id = setInterval(() => { if (++ticks === 5) clearInterval(id) }, 2);
-      export default async () => { await new Promise((r) => setTimeout(r, 60)); return ticks };`);
+      let fifth;
+      const done = new Promise((r) => (fifth = r));
+      const id = setInterval(() => { if (++ticks === 5) { clearInterval(id); fifth() } }, 2);
+      // Waits for the fifth tick (however slow a loaded machine is), then 30 ms more for any sixth.
+      export default async () => { await done; await new Promise((r) => setTimeout(r, 30)); return ticks };`);
     expect(result).toMatchObject({ ok: true, value: 5 });
   });
 
