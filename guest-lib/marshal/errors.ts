@@ -39,11 +39,11 @@ function bounded(text: string, max: number, atLine = false): string {
 export function describeError(value: unknown): string {
   if (value instanceof ErrorCtor || (typeof value === "object" && value !== null && "message" in value && "stack" in value)) {
     const error = value as Error;
-    return jsonStringify({
-      name: bounded(read(() => error.name) ?? "Error", MAX_NAME),
-      message: bounded(read(() => error.message) ?? "", MAX_MESSAGE),
-      stack: bounded(read(() => error.stack) ?? "", MAX_STACK, true),
-    }) as string;
+    return description(
+      bounded(read(() => error.name) ?? "Error", MAX_NAME),
+      bounded(read(() => error.message) ?? "", MAX_MESSAGE),
+      bounded(read(() => error.stack) ?? "", MAX_STACK, true),
+    );
   }
   // `throw 42`, `throw "text"`, `throw { code: 1 }`: no name, no stack; say what it was.
   let shown: string;
@@ -52,5 +52,14 @@ export function describeError(value: unknown): string {
   } catch {
     shown = "<a value that could not be formatted>";
   }
-  return jsonStringify({ name: "Error", message: `Uncaught ${shown}`, stack: "" }) as string;
+  return description("Error", `Uncaught ${shown}`, "");
+}
+
+/**
+ * {"name":…,"message":…,"stack":…} from strings only: JSON.stringify of an object would look
+ * up a `toJSON` a script put on Object.prototype, and store the object into an internal
+ * array, where an index setter a script put on Array.prototype gets it (review).
+ */
+function description(name: string, message: string, stack: string): string {
+  return `{"name":${jsonStringify(name) as string},"message":${jsonStringify(message) as string},"stack":${jsonStringify(stack) as string}}`;
 }

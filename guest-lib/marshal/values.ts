@@ -45,6 +45,27 @@ import {
 // module's factory runs): used by writeJson on the prototype-free arrays encode builds.
 const arrayJoin = uncurry(Array.prototype.join as (separator?: string) => string);
 const arraySlice = uncurry(Array.prototype.slice as (start?: number, end?: number) => unknown[]);
+const ArrayPrototype = Array.prototype;
+
+/**
+ * An index property ("0", "1", …) a script put on Array.prototype or Object.prototype, at
+ * an index below `levels`, or -1. QuickJS's JSON.stringify keeps the containers it is inside
+ * in an internal array (one entry per level of nesting), whose stores find such a setter,
+ * which then gets the objects this module built: it could grow a part after it was weighed
+ * (100,000 subnormal numbers added to `{ a: -0 }`: one call of seconds, the worker
+ * terminated), or forge a marker (found by review). No data needs such a property, so a
+ * value does not cross while one is there.
+ */
+function indexOnPrototypes(levels: number): number {
+  for (let i = 0; i < levels; i++) if (hasOwn(ArrayPrototype, i) || hasOwn(ObjectPrototype, i)) return i;
+  return -1;
+}
+
+/** Refuses to write while a script's index property on a prototype would see our objects (see indexOnPrototypes). */
+function checkPrototypes(path: Path): void {
+  const index = indexOnPrototypes(path.deepest + 2);
+  if (index !== -1) refuse(path, 0, "a value", `the script defined an index property ("${index}") on Array.prototype or Object.prototype, which JSON writing would call`);
+}
 
 // This module is loaded after the script has run, so it calls no method a script could
 // have poisoned (Array.prototype.push, Function.prototype.call, …): captured functions only.
@@ -89,6 +110,8 @@ interface Path {
   written: number;
   /** Bytes of the buffers, counted in `size` too. */
   bufferBytes: number;
+  /** The deepest level a container was encoded at (0: the value itself). */
+  deepest: number;
 }
 
 /**
@@ -96,7 +119,7 @@ interface Path {
  * larger is written in parts. Counted bytes are a lower bound of the JSON (escapes write
  * up to 6 bytes per character; numbers are weighed apart, see NUMBER_WEIGHT); QuickJS
  * writes 10-20 ns per character here, ~400 ns per control character (escaped with a
- * printf), so one call stays within ~7 ms (~12 ms for subnormal numbers). Between calls
+ * printf), so one call stays within ~7 ms (~10-19 ms for subnormal numbers). Between calls
  * writeParts asks the host whether the run is past a limit (bridge.checkLimits): the
  * engine's own interrupt check comes once per 10,000 calls and back-edges, which a loop
  * over such parts would take minutes to reach.
@@ -106,9 +129,10 @@ const PART = 16384;
  * The part writer's weight of a number: `size` counts one byte (a lower bound of its JSON),
  * but QuickJS takes 0.6-9 µs to print a number here and ~46 µs for a small subnormal
  * (5e-324 * k): counted at 1, 8,000 of them were one call of ~450 ms (found by review).
- * At 64, a part holds at most 256 numbers (~12 ms of subnormals).
+ * At 128, a part holds at most 128 numbers (subnormals: 8-10 ms warm, 13-19 ms in a fresh
+ * process; 256 took up to 38 ms there, review).
  */
-const NUMBER_WEIGHT = 64;
+const NUMBER_WEIGHT = 128;
 /** Output containers heavier than this have their weight recorded; lighter ones weigh this much. */
 const RECORDED = 512;
 
@@ -247,6 +271,7 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
   item = (object as { toJSON?: unknown }).toJSON;
   if (typeof item === "function") return encode(reflectApply(item, object, []), path, depth, buffers);
   path.ancestors[depth] = object;
+  if (depth > path.deepest) path.deepest = depth;
   const sizeBefore = path.size;
   const numbersBefore = path.numbers;
   if (isArray(object)) {
@@ -330,6 +355,7 @@ export function serialize(value: unknown, rootName: string): [string | string[],
   const path = newPath(rootName, Infinity);
   const buffers = plainArray() as ArrayBuffer[];
   const encoded = encode(value, path, 0, buffers);
+  checkPrototypes(path);
   return pairOf(weightOf(path) <= PART ? (jsonStringify(encoded) as string) : writeParts(encoded, path), buffers) as [string | string[], ArrayBuffer[]];
 }
 
@@ -348,6 +374,7 @@ export function serializeWithin(value: unknown, rootName: string, maxBytes: numb
   let json: string;
   try {
     const encoded = encode(value, path, 0, buffers);
+    checkPrototypes(path);
     // In parts, the written JSON is counted as it grows (numbers count 1 while encoding, a
     // 16-digit one writes 16): past `max` it is refused before the parts are joined in one
     // native call (71 MB of them took ~200 ms; found by review).
@@ -380,6 +407,7 @@ function newPath(root: string, max: number): Path {
     keysOf: new MapCtor<object, string[]>(),
     written: 0,
     bufferBytes: 0,
+    deepest: 0,
   };
 }
 

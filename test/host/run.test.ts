@@ -221,6 +221,25 @@ describe("values crossing the boundary", () => {
     }
   });
 
+  it("while a script's index setter is on Array.prototype, nothing it returns crosses and its worker is never terminated (the setter would get the encoder's objects inside JSON.stringify)", async () => {
+    const limited = await createSandbox({ limits: { cpuTimeMs: 1000, memoryBytes: 256 * 1024 * 1024 } });
+    try {
+      // The setter grows the first object it is handed by 100,000 subnormal numbers (~46 µs
+      // each to print): inside one JSON.stringify call, seconds past the limit's grace.
+      const result = await limited.run(`export default () => {
+        const pad = Array(100000).fill(5e-324); let done = false;
+        Object.defineProperty(Array.prototype, 0, { set(x) { if (!done && x && typeof x === "object" && !Array.isArray(x)) { done = true; x.pad = pad } }, get() {}, configurable: true });
+        return { a: -0 };
+      }`);
+      expect(result).toMatchObject({ ok: false, error: { kind: "script", name: "TypeError" } });
+      if (!result.ok) expect(result.error.message).toContain('the script defined an index property ("0") on Array.prototype or Object.prototype');
+      expect(limited.disposed).toBe(false);
+      expect(await limited.run("export default () => 'still here'")).toMatchObject({ ok: true, value: "still here" });
+    } finally {
+      await limited.dispose();
+    }
+  });
+
   it("results nested 700 levels deep cross at the default stackBytes, around a small value or one written in parts", async () => {
     // The encoder and the part writer recurse once per level: their frames decide the depth
     // (a review found 524-583 levels after the writer came in, 679 before).
