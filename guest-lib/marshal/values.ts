@@ -61,10 +61,17 @@ function indexOnPrototypes(levels: number): number {
   return -1;
 }
 
+/** Array.prototype's own prototype replaced (a Proxy there would see the same stores), or an index property (see indexOnPrototypes). */
+function prototypeProblem(levels: number): string | null {
+  if (getPrototypeOf(ArrayPrototype) !== ObjectPrototype) return "replaced the prototype of Array.prototype";
+  const index = indexOnPrototypes(levels);
+  return index === -1 ? null : `defined an index property ("${index}") on Array.prototype or Object.prototype`;
+}
+
 /** Refuses to write while a script's index property on a prototype would see our objects (see indexOnPrototypes). */
 function checkPrototypes(path: Path): void {
-  const index = indexOnPrototypes(path.deepest + 2);
-  if (index !== -1) refuse(path, 0, "a value", `the script defined an index property ("${index}") on Array.prototype or Object.prototype, which JSON writing would call`);
+  const problem = prototypeProblem(path.deepest + 2);
+  if (problem !== null) refuse(path, 0, "a value", `the script ${problem}, which JSON writing would call`);
 }
 
 // This module is loaded after the script has run, so it calls no method a script could
@@ -102,10 +109,10 @@ interface Path {
   max: number;
   /** How many finite numbers were counted in `size` (the part writer weighs them more: see NUMBER_WEIGHT). */
   numbers: number;
-  /** The weight of each output container heavier than RECORDED (writeJson groups members by it). */
-  sizes: Map<object, number>;
-  /** The keys of each object in `sizes` heavier than PART, in order (writeObject does not list them again). */
-  keysOf: Map<object, string[]>;
+  /** The weight of each output container heavier than RECORDED (writeJson groups members by it); made at the first. */
+  sizes: Map<object, number> | null;
+  /** The keys of each object in `sizes` heavier than PART, in order (writeObject does not list them again); made at the first. */
+  keysOf: Map<object, string[]> | null;
   /** Characters of JSON written in parts so far (serializeWithin refuses past `max` before joining them). */
   written: number;
   /** Bytes of the buffers, counted in `size` too. */
@@ -338,10 +345,10 @@ function refuseClass(object: object, path: Path, depth: number): never {
 /** An encoded object's weight recorded (and its keys, when it will be written in parts); wrapped when it has an own "$sbx" key. */
 function finishObject(out: Record<string, unknown>, keys: string[], hasMark: boolean, path: Path, sizeBefore: number, numbersBefore: number): unknown {
   const weight = recordWeight(path, out, sizeBefore, numbersBefore);
-  if (weight > PART) mapSet(path.keysOf, out, keys);
+  if (weight > PART) mapSet(path.keysOf ?? (path.keysOf = new MapCtor()), out, keys);
   if (!hasMark) return out;
   const wrapped = marker("object", "v", out);
-  if (weight + 22 > RECORDED) mapSet(path.sizes, wrapped, weight + 22); // {"$sbx":"object","v":…}
+  if (weight + 22 > RECORDED) mapSet(sizesOf(path), wrapped, weight + 22); // {"$sbx":"object","v":…}
   return wrapped;
 }
 
@@ -403,8 +410,8 @@ function newPath(root: string, max: number): Path {
     size: 0,
     max,
     numbers: 0,
-    sizes: new MapCtor<object, number>(),
-    keysOf: new MapCtor<object, string[]>(),
+    sizes: null,
+    keysOf: null,
     written: 0,
     bufferBytes: 0,
     deepest: 0,
@@ -419,18 +426,14 @@ function weightOf(path: Path): number {
 /** Records a container's weight (what was encoded since `sizeBefore`/`numbersBefore`) when it is heavier than RECORDED; returns it. */
 function recordWeight(path: Path, out: object, sizeBefore: number, numbersBefore: number): number {
   const weight = path.size - sizeBefore + (path.numbers - numbersBefore) * (NUMBER_WEIGHT - 1);
-  if (weight > RECORDED) mapSet(path.sizes, out, weight);
+  if (weight > RECORDED) mapSet(sizesOf(path), out, weight);
   return weight;
 }
 
-// The shared markers, at their counted sizes (they are never recorded: see encode).
-const SHARED_MARKERS: [object, number][] = [
-  [UNDEFINED, 20],
-  [NEGATIVE_ZERO, 26],
-  [NOT_A_NUMBER, 27],
-  [INFINITY, 32],
-  [NEGATIVE_INFINITY, 33],
-];
+/** The path's map of weights, made when the first is recorded (most results have none: a Map less per run). */
+function sizesOf(path: Path): Map<object, number> {
+  return path.sizes ?? (path.sizes = new MapCtor<object, number>());
+}
 
 /**
  * JSON text of what encode built, as JSON.stringify writes it, in parts, none of them one
@@ -442,7 +445,13 @@ const SHARED_MARKERS: [object, number][] = [
  * between characters (never inside a surrogate pair).
  */
 function writeParts(encoded: unknown, path: Path): string[] {
-  for (let i = 0; i < SHARED_MARKERS.length; i++) mapSet(path.sizes, SHARED_MARKERS[i]![0], SHARED_MARKERS[i]![1]);
+  // The shared markers, at their counted sizes (never recorded: they are not containers encode built).
+  const sizes = sizesOf(path);
+  mapSet(sizes, UNDEFINED, 20);
+  mapSet(sizes, NEGATIVE_ZERO, 26);
+  mapSet(sizes, NOT_A_NUMBER, 27);
+  mapSet(sizes, INFINITY, 32);
+  mapSet(sizes, NEGATIVE_INFINITY, 33);
   const parts = plainArray() as string[];
   writeJson(encoded, path, parts);
   return parts;
@@ -462,7 +471,7 @@ function pushWritten(path: Path, parts: string[], prefix: string, json: string, 
 
 function writeJson(node: unknown, path: Path, parts: string[]): void {
   if (typeof node === "string") return writeString(node, path, parts);
-  const weight = typeof node === "object" && node !== null ? (mapGet(path.sizes, node) as number | undefined) : undefined;
+  const weight = typeof node === "object" && node !== null ? (mapGet(path.sizes!, node) as number | undefined) : undefined;
   if (weight === undefined || weight <= PART) pushWritten(path, parts, "", jsonStringify(node) as string, 0);
   else if (isArray(node)) writeArray(node, path, parts);
   else writeObject(node as Record<string, unknown>, path, parts);
@@ -489,7 +498,7 @@ function writeArray(node: unknown[], path: Path, parts: string[]): void {
   for (let i = 0; i < n; i++) {
     const member = node[i];
     // Numbers inline: a call per member was a fifth of a 100,000-number result.
-    const memberWeight = typeof member === "number" ? NUMBER_WEIGHT : weightOfMember(member, path.sizes);
+    const memberWeight = typeof member === "number" ? NUMBER_WEIGHT : weightOfMember(member, path.sizes!);
     if (memberWeight > PART) {
       writeArrayRun(node, start, i, path, parts);
       if (i > 0) push(path, parts, ",");
@@ -523,14 +532,14 @@ function writeArrayRun(node: unknown[], start: number, end: number, path: Path, 
 function writeObject(node: Record<string, unknown>, path: Path, parts: string[]): void {
   push(path, parts, "{");
   // The keys encode listed (listing 2,000,000 keys again was ~200 ms in one native call; review).
-  const keys = (mapGet(path.keysOf, node) as string[] | undefined) ?? objectKeys(node);
+  const keys = (path.keysOf === null ? undefined : (mapGet(path.keysOf, node) as string[] | undefined)) ?? objectKeys(node);
   let run: Record<string, unknown> | null = null; // members not written yet, in key order
   let weight = 0;
   let wrote = false;
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
     const value = node[key];
-    const memberWeight = key.length + 4 + weightOfMember(value, path.sizes);
+    const memberWeight = key.length + 4 + weightOfMember(value, path.sizes!);
     if (memberWeight > PART || weight + memberWeight > PART) {
       wrote = writeObjectRun(run, wrote, path, parts);
       run = null;
@@ -541,7 +550,7 @@ function writeObject(node: Record<string, unknown>, path: Path, parts: string[])
       writeString(key, path, parts);
       push(path, parts, ":");
       if (typeof value === "string") writeString(value, path, parts);
-      else if (weightOfMember(value, path.sizes) <= PART) pushWritten(path, parts, "", jsonStringify(value) as string, 0);
+      else if (weightOfMember(value, path.sizes!) <= PART) pushWritten(path, parts, "", jsonStringify(value) as string, 0);
       else if (isArray(value)) writeArray(value, path, parts);
       else writeObject(value as Record<string, unknown>, path, parts);
       wrote = true;

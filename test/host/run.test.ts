@@ -235,6 +235,14 @@ describe("values crossing the boundary", () => {
       if (!result.ok) expect(result.error.message).toContain('the script defined an index property ("0") on Array.prototype or Object.prototype');
       expect(limited.disposed).toBe(false);
       expect(await limited.run("export default () => 'still here'")).toMatchObject({ ok: true, value: "still here" });
+      // A Proxy put between Array.prototype and Object.prototype would see the same stores.
+      const proxied = await limited.run(`export default () => {
+        Object.setPrototypeOf(Array.prototype, new Proxy(Object.prototype, { set(target, key, x) { if (x && typeof x === "object") x.pad = Array(100000).fill(5e-324); return true } }));
+        return { a: -0 };
+      }`);
+      expect(proxied).toMatchObject({ ok: false, error: { kind: "script", name: "TypeError" } });
+      if (!proxied.ok) expect(proxied.error.message).toContain("the script replaced the prototype of Array.prototype");
+      expect(limited.disposed).toBe(false);
     } finally {
       await limited.dispose();
     }
