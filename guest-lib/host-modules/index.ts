@@ -102,6 +102,8 @@ function encodeWithMarshal(args: unknown[], label: string): [string, ArrayBuffer
     // arguments did not fail to cross; the heap is full, and encoding them again to find
     // which one "failed" would only fill it again).
     if (message === "out of memory") throw error;
+    // Refused as a whole (the script changed what JSON writing would call): no argument to name.
+    if (stringSlice(message, 0, 6) === "\u0000args:") throw new TypeErrorCtor(`${label}:${stringSlice(message, 6)}`);
     const match = regexpExec(/^\u0000args\[(\d+)\]([^:]*)/, message);
     if (match) throw new TypeErrorCtor(`${label}: argument ${+match[1]! + 1}${match[2] ? ` (at ${match[2]})` : ""}${stringSlice(message, match[0].length)}`);
     // Something else threw (a proxy's trap, a stack overflow): find which argument, each

@@ -47,30 +47,33 @@ const arrayJoin = uncurry(Array.prototype.join as (separator?: string) => string
 const arraySlice = uncurry(Array.prototype.slice as (start?: number, end?: number) => unknown[]);
 const ArrayPrototype = Array.prototype;
 
+const ownNames = Object.getOwnPropertyNames;
+
 /**
- * An index property ("0", "1", …) a script put on Array.prototype or Object.prototype, at
- * an index below `levels`, or -1. QuickJS's JSON.stringify keeps the containers it is inside
- * in an internal array (one entry per level of nesting), whose stores find such a setter,
- * which then gets the objects this module built: it could grow a part after it was weighed
+ * Why JSON writing would call the script, or null. QuickJS's JSON.stringify keeps the
+ * containers it is inside in an internal array, whose stores find a setter a script put
+ * at an index of Array.prototype or Object.prototype (or a Proxy put between them), which
+ * then gets the objects this module built: it could grow a part after it was weighed
  * (100,000 subnormal numbers added to `{ a: -0 }`: one call of seconds, the worker
- * terminated), or forge a marker (found by review). No data needs such a property, so a
- * value does not cross while one is there.
+ * terminated), or forge a marker (found by review). Checked at every index, not up to the
+ * value's depth: $sbx wrappers and the holder add levels (review). No data needs such a
+ * property, so a value does not cross while one is there.
  */
-function indexOnPrototypes(levels: number): number {
-  for (let i = 0; i < levels; i++) if (hasOwn(ArrayPrototype, i) || hasOwn(ObjectPrototype, i)) return i;
-  return -1;
-}
-
-/** Array.prototype's own prototype replaced (a Proxy there would see the same stores), or an index property (see indexOnPrototypes). */
-function prototypeProblem(levels: number): string | null {
+function prototypeProblem(): string | null {
+  // Array.prototype is an array: an index defined on it makes its length non-zero.
+  if (ArrayPrototype.length !== 0) return "defined an index property on Array.prototype";
   if (getPrototypeOf(ArrayPrototype) !== ObjectPrototype) return "replaced the prototype of Array.prototype";
-  const index = indexOnPrototypes(levels);
-  return index === -1 ? null : `defined an index property ("${index}") on Array.prototype or Object.prototype`;
+  const names = ownNames(ObjectPrototype);
+  for (let i = 0; i < names.length; i++) {
+    const n = +names[i]!;
+    if (n >= 0 && n % 1 === 0 && `${n}` === names[i]) return `defined an index property ("${names[i]}") on Object.prototype`;
+  }
+  return null;
 }
 
-/** Refuses to write while a script's index property on a prototype would see our objects (see indexOnPrototypes). */
+/** Refuses to write while JSON writing would call the script (see prototypeProblem). */
 function checkPrototypes(path: Path): void {
-  const problem = prototypeProblem(path.deepest + 2);
+  const problem = prototypeProblem();
   if (problem !== null) refuse(path, 0, "a value", `the script ${problem}, which JSON writing would call`);
 }
 
@@ -117,8 +120,6 @@ interface Path {
   written: number;
   /** Bytes of the buffers, counted in `size` too. */
   bufferBytes: number;
-  /** The deepest level a container was encoded at (0: the value itself). */
-  deepest: number;
 }
 
 /**
@@ -278,7 +279,6 @@ function encode(value: unknown, path: Path, depth: number, buffers: ArrayBuffer[
   item = (object as { toJSON?: unknown }).toJSON;
   if (typeof item === "function") return encode(reflectApply(item, object, []), path, depth, buffers);
   path.ancestors[depth] = object;
-  if (depth > path.deepest) path.deepest = depth;
   const sizeBefore = path.size;
   const numbersBefore = path.numbers;
   if (isArray(object)) {
@@ -414,7 +414,6 @@ function newPath(root: string, max: number): Path {
     keysOf: null,
     written: 0,
     bufferBytes: 0,
-    deepest: 0,
   };
 }
 

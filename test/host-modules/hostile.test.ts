@@ -82,6 +82,22 @@ describe("hostile arguments", () => {
     expect(out.sync).toEqual({ sum: 3, list: [1, 2] });
   });
 
+  it("arguments do not cross while the script's index setter is on Array.prototype: a TypeError naming the function, not an argument", async () => {
+    let calls = 0;
+    const result = await runScript(
+      `import { take } from "app";
+       export default async () => {
+         Object.defineProperty(Array.prototype, 0, { set(x) {}, get() {}, configurable: true });
+         try { await take({ a: 1 }); return "crossed" } catch (e) { return e.name + ": " + e.message }
+       }`,
+      { modules: { app: { take: () => void calls++ } } },
+    );
+    expect(value(result)).toBe(
+      "TypeError: app.take: a value cannot cross the sandbox boundary (the script defined an index property on Array.prototype, which JSON writing would call)",
+    );
+    expect(calls).toBe(0);
+  });
+
   it("getters on guest data run in the guest (once, while copying), never in the host: the host gets plain data", async () => {
     let arg: Record<string, unknown> | undefined;
     const result = await runScript(
