@@ -60,13 +60,21 @@ const ownNames = Object.getOwnPropertyNames;
  * property, so a value does not cross while one is there.
  */
 function prototypeProblem(): string | null {
-  // Array.prototype is an array: an index defined on it makes its length non-zero.
-  if (ArrayPrototype.length !== 0) return "defined an index property on Array.prototype";
+  // Array.prototype is an array: an index defined on it makes its length non-zero, so its
+  // names are listed only then (a length set by hand, or left after a delete, is no index).
+  const onArray = ArrayPrototype.length === 0 ? null : indexName(ArrayPrototype);
+  if (onArray !== null) return `defined an index property ("${onArray}") on Array.prototype`;
   if (getPrototypeOf(ArrayPrototype) !== ObjectPrototype) return "replaced the prototype of Array.prototype";
-  const names = ownNames(ObjectPrototype);
+  const onObject = indexName(ObjectPrototype);
+  return onObject === null ? null : `defined an index property ("${onObject}") on Object.prototype`;
+}
+
+/** The first own property name of `target` that is an index ("0", "17"; not "01" or "1.0"), or null. */
+function indexName(target: object): string | null {
+  const names = ownNames(target);
   for (let i = 0; i < names.length; i++) {
     const n = +names[i]!;
-    if (n >= 0 && n % 1 === 0 && `${n}` === names[i]) return `defined an index property ("${names[i]}") on Object.prototype`;
+    if (n >= 0 && n % 1 === 0 && `${n}` === names[i]) return names[i]!;
   }
   return null;
 }

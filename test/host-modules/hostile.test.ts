@@ -93,7 +93,7 @@ describe("hostile arguments", () => {
       { modules: { app: { take: () => void calls++ } } },
     );
     expect(value(result)).toBe(
-      "TypeError: app.take: a value cannot cross the sandbox boundary (the script defined an index property on Array.prototype, which JSON writing would call)",
+      "TypeError: app.take: a value cannot cross the sandbox boundary (the script defined an index property (\"0\") on Array.prototype, which JSON writing would call)",
     );
     expect(calls).toBe(0);
   });

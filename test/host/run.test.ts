@@ -232,7 +232,7 @@ describe("values crossing the boundary", () => {
         return { a: -0 };
       }`);
       expect(result).toMatchObject({ ok: false, error: { kind: "script", name: "TypeError" } });
-      if (!result.ok) expect(result.error.message).toContain("the script defined an index property on Array.prototype");
+      if (!result.ok) expect(result.error.message).toContain('the script defined an index property ("0") on Array.prototype');
       expect(limited.disposed).toBe(false);
       expect(await limited.run("export default () => 'still here'")).toMatchObject({ ok: true, value: "still here" });
       // At any index, not only within the value's depth: each $sbx wrapper adds a level to
@@ -248,6 +248,12 @@ describe("values crossing the boundary", () => {
       }`);
       if (!onObject.ok) expect(onObject.error.message).toContain('the script defined an index property ("7") on Object.prototype');
       expect(onObject.ok).toBe(false);
+      // A length set by hand, or left after the index was deleted, is no index: the value crosses.
+      const lengthOnly = await limited.run(`export default () => {
+        Array.prototype.length = 3;
+        return { a: [1] };
+      }`);
+      expect(lengthOnly).toMatchObject({ ok: true, value: { a: [1] } });
       // A Proxy put between Array.prototype and Object.prototype would see the same stores.
       const proxied = await limited.run(`export default () => {
         Object.setPrototypeOf(Array.prototype, new Proxy(Object.prototype, { set(target, key, x) { if (x && typeof x === "object") x.pad = Array(100000).fill(5e-324); return true } }));

@@ -64,7 +64,7 @@ describe("guarded entries into guest code, with bystanders on the same worker", 
       // The input crossed without calling the setter (the script then read it: the lengths).
       // Its result does not cross while the setter is there: a clear error of its own run.
       expect(result).toMatchObject({ ok: false, error: { kind: "script", name: "TypeError" } });
-      if (!result.ok) expect(result.error.message).toContain("the script defined an index property on Array.prototype");
+      if (!result.ok) expect(result.error.message).toContain('the script defined an index property ("0") on Array.prototype');
       const plugin = await world.hostile.load(
         `Object.defineProperty(Array.prototype, 0, { set() { for (;;) {} }, get() { for (;;) {} }, configurable: true });
          export function size(a, b) { return a.length * 10 + b.length }
@@ -76,7 +76,7 @@ describe("guarded entries into guest code, with bystanders on the same worker", 
       // Array.prototype no value crosses out (a clear error of the script's own result).
       const bytes = await plugin.invoke("bytes", 3);
       expect(bytes).toMatchObject({ ok: false, error: { kind: "script", name: "TypeError" } });
-      if (!bytes.ok) expect(bytes.error.message).toContain("the script defined an index property on Array.prototype");
+      if (!bytes.ok) expect(bytes.error.message).toContain('the script defined an index property ("0") on Array.prototype');
       await bystandersAnswer(world.bystanders);
     } finally {
       await world.dispose();
