@@ -227,20 +227,38 @@ describe("disposing", () => {
 describe("wallTimeMs and fetches in flight", () => {
   it("cancels a pending fetch when the run's wall time runs out: the server sees its socket close", async () => {
     const { createServer } = await import("node:http");
-    let closed!: () => void;
-    const socketClosed = new Promise<void>((resolve) => (closed = resolve));
+    // Connections are counted at the socket, not at the request: on a loaded machine the
+    // deadline can pass after the connect and before the request is parsed, and the host
+    // must close that connection too.
+    const open = new Set<import("node:net").Socket>();
+    let opened = 0;
+    let allClosed!: () => void;
+    const connectionsClosed = new Promise<void>((resolve) => (allClosed = resolve));
     const server = createServer((request, response) => {
+      if (request.url === "/warm") return void response.writeHead(200, { connection: "close" }).end("warm");
       response.writeHead(200, { "content-type": "text/plain" });
       response.write("first chunk, then nothing");
-      request.socket.on("close", () => closed());
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as { port: number };
     try {
-      await withSandbox({ net: { allow: [`127.0.0.1:${port}`] }, limits: { wallTimeMs: 300, fetchTimeoutMs: 60_000 } }, async (sandbox) => {
+      await withSandbox({ net: { allow: [`127.0.0.1:${port}`] }, limits: { wallTimeMs: 1000, fetchTimeoutMs: 60_000 } }, async (sandbox) => {
+        // The worker loads its HTTP client at the first fetch, which can take longer than the
+        // wall time on a loaded machine: warm it, so the timed run's request is in flight.
+        await sandbox.run(`export default async () => (await fetch("http://127.0.0.1:${port}/warm")).text()`);
+        await new Promise((resolve) => setImmediate(resolve));
+        server.on("connection", (socket) => {
+          opened++;
+          open.add(socket);
+          socket.on("close", () => {
+            open.delete(socket);
+            if (open.size === 0) allClosed();
+          });
+        });
         const result = await sandbox.run(`export default async () => (await fetch("http://127.0.0.1:${port}/slow")).text()`);
-        expect(result).toMatchObject({ ok: false, error: { kind: "timeout", message: "wallTimeMs limit (300 ms) exceeded" } });
-        await socketClosed; // resolves only when the host destroyed the connection
+        expect(result).toMatchObject({ ok: false, error: { kind: "timeout", message: "wallTimeMs limit (1000 ms) exceeded" } });
+        expect(opened).toBeGreaterThan(0);
+        await connectionsClosed; // resolves only when the host destroyed the connection
         await stillServes(sandbox);
       });
     } finally {
