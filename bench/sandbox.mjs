@@ -124,14 +124,14 @@ async function pluginCalls(createSandbox, samples) {
   return { ours, bare: bareTimes };
 }
 
-/** The floor under any call into a worker: a postMessage echo round trip, same message shape. */
+/** The floor under any call into a worker: a postMessage echo round trip of the message plugin.call posts. */
 async function workerEcho(samples) {
   const worker = new Worker("require('node:worker_threads').parentPort.on('message', (m) => require('node:worker_threads').parentPort.postMessage(m));", { eval: true });
   const times = await sample(
     (i) =>
       new Promise((resolve) => {
         worker.once("message", resolve);
-        worker.postMessage({ id: i, request: { op: "call", sandboxId: 1, pluginId: 1, name: "onEvent", args: [i] } });
+        worker.postMessage([i, 1, 0, 1, "onEvent", [i]]); // a plugin call's short form (host/protocol.ts: CallMessage)
       }),
     { warmup: 200, samples },
   );

@@ -11,7 +11,7 @@ import { availableParallelism } from "node:os";
 import { randomFill } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { compiledEngineModule } from "./engine/wasm-binary.js";
-import { CALL_POLL_MS, type ActivationRequest, type WorkerInit, type WorkerMessage, type WorkerModules, type WorkerRequest } from "./protocol.js";
+import { CALL_POLL_MS, readCallAnswerMessage, requestMessage, type ActivationRequest, type WorkerInit, type WorkerMessage, type WorkerModules, type WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
 import { WATCHDOG_BYTES, WATCHDOG_FIELDS, WATCHDOG_REASON } from "./worker/guard.js";
 import { ActivationSlots, ACTIVATION_SLOTS_BYTES, NO_SLOT } from "./activation-slots.js";
@@ -262,6 +262,8 @@ export class WorkerConnection {
   private watched: WatchedEntry | null = null;
   /** Polls for plugin-call replies while that pays (see CALL_POLL_MS). */
   private readonly callReplies = new AdaptivePoll(CALL_POLL_MS);
+  /** Whether the worker was asked to poll after the last call sent here (it was then awake for this one). */
+  private lastCallReplyPolled = false;
   private readonly pending = new Map<number, Pending>();
   private readonly logListeners = new Map<number, (entry: LogEntry) => void>();
   private readonly disposeListeners = new Map<number, (reason: string) => void>();
@@ -444,6 +446,8 @@ export class WorkerConnection {
     if (this.lost) return Promise.reject(this.lost);
     const id = this.nextId++;
     const isActivation = request.op === "run" || request.op === "load" || request.op === "call";
+    const replyPoll = request.op === "call" ? this.callReplies.decide() : "no";
+    if (request.op === "call") request = { ...request, replyPolled: replyPoll !== "no" };
     const promise = new Promise<T>((resolve, reject) => {
       // A pending request keeps the process alive; an idle pool does not.
       if (this.pending.size === 0) {
@@ -456,21 +460,29 @@ export class WorkerConnection {
       }
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, activation: isActivation, slot });
       this.pool.watch();
-      this.port.postMessage({ id, request });
+      this.port.postMessage(requestMessage(id, request));
     });
-    if (request.op === "call") this.pollForReply(id);
+    if (request.op === "call") this.pollForReply(id, replyPoll);
     return promise;
   }
 
-  /** See CALL_POLL_MS. Messages taken here go through the usual handler. */
-  private pollForReply(id: number): void {
-    this.callReplies.poll(
+  /**
+   * See CALL_POLL_MS. Messages taken here go through the usual handler. The wait is judged
+   * only when the worker was asked to poll after the call before this one: otherwise it was
+   * asleep, and its wake-up says nothing of whether polling pays (host/adaptive-poll.ts).
+   */
+  private pollForReply(id: number, decision: "poll" | "probe" | "no"): void {
+    const judged = this.lastCallReplyPolled;
+    this.lastCallReplyPolled = decision !== "no";
+    this.callReplies.pollAs(
+      decision,
       () => {
         const received = receiveMessageOnPort(this.port);
         if (received) this.onMessage(received.message as WorkerMessage);
         return received !== undefined;
       },
       () => this.pending.has(id),
+      judged,
     );
   }
 
@@ -545,7 +557,8 @@ export class WorkerConnection {
     return nowEpochMs - this.watched!.seenAt;
   }
 
-  private onMessage(message: WorkerMessage): void {
+  private onMessage(received: WorkerMessage): void {
+    const message = Array.isArray(received) ? readCallAnswerMessage(received) : received;
     if (message.type === "log") {
       const listener = this.logListeners.get(message.sandboxId);
       if (listener) {

@@ -4,7 +4,7 @@
 import { workerData } from "node:worker_threads";
 import { constants, setPriority } from "node:os";
 import { adoptCompiledEngineModule, type EngineVariantName } from "../engine/wasm-binary.js";
-import type { WorkerInit, WorkerModules, WorkerRequest } from "../protocol.js";
+import type { RequestMessage, WorkerInit, WorkerModules } from "../protocol.js";
 import { WorkerHost } from "./worker-host.js";
 import { HostCallChannel } from "./host-calls/channel.js";
 
@@ -12,8 +12,8 @@ const init = workerData as WorkerInit;
 if (init.lowPriority) lowerThreadPriority();
 const port = init.port;
 let host: WorkerHost | null = null;
-port.on("message", (message: { id: number; request: WorkerRequest } | WorkerModules) => {
-  if (host) return host.handle((message as { id: number }).id, (message as { request: WorkerRequest }).request);
+port.on("message", (message: RequestMessage | WorkerModules) => {
+  if (host) return host.receive(message as RequestMessage);
   for (const [variant, module] of Object.entries((message as WorkerModules).wasmModules)) adoptCompiledEngineModule(variant as EngineVariantName, module);
   host = new WorkerHost(init, port);
   HostCallChannel.install(port);

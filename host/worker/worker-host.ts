@@ -23,7 +23,7 @@ import { createEngineInstance } from "../engine/instance.js";
 import { findTrackerFieldOffset, RejectionTracking, verifyRejectionTracking } from "../engine/rejection-tracker.js";
 import type { EngineVariantName } from "../engine/wasm-binary.js";
 import { DEFAULT_LIMITS } from "../limits.js";
-import { CALL_POLL_MS, type ActivationRequest, type SandboxConfig, type WorkerInit, type WorkerMessage, type WorkerRequest } from "../protocol.js";
+import { CALL_POLL_MS, callAnswerMessage, readRequestMessage, type ActivationOutcome, type ActivationRequest, type RequestMessage, type SandboxConfig, type WorkerInit, type WorkerMessage, type WorkerRequest } from "../protocol.js";
 import type { LogEntry } from "../types.js";
 import { GuestBundle } from "./guest-bundle.js";
 import { WatchdogSlot } from "./guard.js";
@@ -236,10 +236,7 @@ export class WorkerHost {
 
   /** Takes the requests waiting on the port now, without waiting for the event loop's next poll. */
   private takePendingRequests(): void {
-    for (let received = receiveMessageOnPort(this.port); received; received = receiveMessageOnPort(this.port)) {
-      const message = received.message as { id: number; request: WorkerRequest };
-      this.handle(message.id, message.request);
-    }
+    for (let received = receiveMessageOnPort(this.port); received; received = receiveMessageOnPort(this.port)) this.receive(received.message as RequestMessage);
   }
 
   /** Puts a disposed sandbox's engine back in the warm pool if it fits there; false when it is dropped. */
@@ -257,6 +254,12 @@ export class WorkerHost {
       return true;
     }
     return false;
+  }
+
+  /** A request as the embedder posts it: an envelope, or a plugin call's short form (host/protocol.ts). */
+  receive(message: RequestMessage): void {
+    const { id, request } = readRequestMessage(message);
+    this.handle(id, request);
   }
 
   /**
@@ -300,8 +303,8 @@ export class WorkerHost {
   private async answer(id: number, request: WorkerRequest): Promise<void> {
     try {
       const value = await this.perform(request);
-      this.post({ type: "reply", id, ok: true, value });
-      if (request.op === "call") this.awaitNextCall();
+      this.post((request.op === "call" && callAnswerMessage(id, value as ActivationOutcome | null)) || { type: "reply", id, ok: true, value });
+      if (request.op === "call") this.awaitNextCall(request.replyPolled === true);
     } catch (error) {
       const err = error instanceof Error ? error : new Error(inspect(error, { depth: 2, breakLength: Infinity }));
       this.post({ type: "reply", id, ok: false, error: { name: err.name, message: err.message } });
@@ -314,17 +317,18 @@ export class WorkerHost {
 
   /**
    * After answering a plugin call that followed another one closely, keep polling the port
-   * for a moment instead of going to sleep: a sleeping worker takes ~50-100 µs to wake on
-   * this kind of machine, more than the call itself. The poll backs off when it does not
-   * pay (host/adaptive-poll.ts): on a loaded machine it would hold the core the embedder
-   * needs to send that next call.
+   * for a moment instead of going to sleep: a sleeping worker takes ~50-250 µs to wake on
+   * this kind of machine, more than the call itself. Only when the embedder polls for this
+   * reply (`replyPolled`): a sleeping embedder takes as long to wake and call again, past
+   * the window. The poll backs off when it does not pay (host/adaptive-poll.ts): on a
+   * loaded machine it would hold the core the embedder needs to send that next call.
    */
-  private awaitNextCall(): void {
+  private awaitNextCall(replyPolled: boolean): void {
     const now = performance.now();
     const streak = now - this.lastCallAnswered < 1;
     this.lastCallAnswered = now;
-    if (!streak) return;
-    let message: { id: number; request: WorkerRequest } | undefined;
+    if (!streak || !replyPolled) return;
+    let message: RequestMessage | undefined;
     this.nextCall.poll(
       () => {
         message = receiveMessageOnPort(this.port)?.message as typeof message;
@@ -332,7 +336,7 @@ export class WorkerHost {
       },
       () => message === undefined,
     );
-    if (message) void this.handle(message.id, message.request);
+    if (message) this.receive(message);
   }
 
   private sandbox(sandboxId: number): Promise<WorkerSandbox> {

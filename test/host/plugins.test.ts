@@ -1,6 +1,8 @@
 // Issue 2 §8: sandbox.load() keeps a module alive; plugin.call() calls an export many
 // times with its state kept, each call with its own CPU budget, JSON-like arguments and
 // results; calling a missing export is a clear error.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandbox, ScriptError, type Plugin, type Sandbox } from "scriptbox";
 
@@ -87,6 +89,35 @@ describe("plugins", () => {
     // A thread cannot run longer than the time that passed (host/worker/guard.ts caps each
     // entry's charge at its wall time: schedstat lags by up to a scheduler tick).
     expect(result.stats.cpuTimeMs).toBeLessThanOrEqual(result.stats.wallTimeMs);
+  });
+
+  it("a call answered without logs keeps the whole result: its value, kept undefined or null, and every stat", async () => {
+    // Such answers cross from the worker in a short form (host/protocol.ts: CallAnswerMessage).
+    const server = createServer((_request, response) => response.end("hi"));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const fetching = await createSandbox({ net: { allow: [`127.0.0.1:${port}`] } });
+    try {
+      const quiet = await fetching.load(`
+        export function nothing() {}
+        export function none() { return null }
+        export function nested(n) { return { n, list: [n, { deep: [true, "x"] }], bytes: new Uint8Array([n]), missing: undefined } }
+        export async function fetched() { return (await fetch("http://127.0.0.1:${port}/")).text() }`);
+      const stats = { cpuTimeMs: expect.any(Number), wallTimeMs: expect.any(Number), memoryBytes: expect.any(Number), fetches: 0, queuedMs: expect.any(Number) };
+      const nothing = await quiet.invoke("nothing");
+      expect(nothing).toEqual({ ok: true, value: undefined, logs: [], stats });
+      expect("value" in nothing).toBe(true);
+      expect(await quiet.invoke("none")).toEqual({ ok: true, value: null, logs: [], stats });
+      expect(await quiet.invoke("nested", 7)).toEqual({ ok: true, value: { n: 7, list: [7, { deep: [true, "x"] }], bytes: new Uint8Array([7]) }, logs: [], stats });
+      const result = await quiet.invoke("fetched");
+      expect(result).toEqual({ ok: true, value: "hi", logs: [], stats: { ...stats, fetches: 1 } });
+      expect(result.stats.memoryBytes).toBeGreaterThan(1024 * 1024);
+      expect(result.stats.cpuTimeMs).toBeGreaterThan(0);
+      expect(result.stats.cpuTimeMs).toBeLessThanOrEqual(result.stats.wallTimeMs);
+    } finally {
+      await fetching.dispose();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("unloads a plugin stopped by a limit, and the sandbox goes on", async () => {
