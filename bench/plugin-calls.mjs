@@ -47,7 +47,7 @@ async function measure(createSandbox, samples) {
   const echo = (i) =>
     new Promise((resolve) => {
       worker.once("message", resolve);
-      worker.postMessage([i, 1, 0, 1, "onEvent", [i]]); // a plugin call's short form (host/protocol.ts: CallMessage)
+      worker.postMessage([i, 1, 0, 1, "onEvent", [i], 1]); // a plugin call's short form (host/protocol.ts: CallMessage)
     });
   const call = async (i) => {
     if ((await plugin.call("onEvent", i)) !== i + 1) throw new Error("plugin.call returned a wrong value");

@@ -131,7 +131,7 @@ async function workerEcho(samples) {
     (i) =>
       new Promise((resolve) => {
         worker.once("message", resolve);
-        worker.postMessage([i, 1, 0, 1, "onEvent", [i]]); // a plugin call's short form (host/protocol.ts: CallMessage)
+        worker.postMessage([i, 1, 0, 1, "onEvent", [i], 1]); // a plugin call's short form (host/protocol.ts: CallMessage)
       }),
     { warmup: 200, samples },
   );

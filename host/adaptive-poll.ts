@@ -26,7 +26,11 @@
 // calls went unpolled on both sides on a quiet machine. So the embedder tells the worker,
 // in each call, whether it polls for that reply (decide, then pollAs), and the worker polls
 // for the next call only then; the embedder judges a wait only when the worker was told
-// to poll after the call before it (it was then awake). See host/pool.ts, pollForReply.
+// to poll after the call before it. The worker was then awake, unless the calls were more
+// than 1 ms apart or its own poll had backed off: such waits are judged (bad), which is
+// right, since polling does not pay there. A probe that falls due after a call the worker
+// was not told of costs two polls: the unjudged one that tells it, then the judged one.
+// See host/pool.ts, pollForReply.
 
 import { performance } from "node:perf_hooks";
 

@@ -262,7 +262,7 @@ export class WorkerConnection {
   private watched: WatchedEntry | null = null;
   /** Polls for plugin-call replies while that pays (see CALL_POLL_MS). */
   private readonly callReplies = new AdaptivePoll(CALL_POLL_MS);
-  /** Whether the worker was asked to poll after the last call sent here (it was then awake for this one). */
+  /** Whether the worker was asked to poll after the last call sent here (then it usually awaits this one). */
   private lastCallReplyPolled = false;
   private readonly pending = new Map<number, Pending>();
   private readonly logListeners = new Map<number, (entry: LogEntry) => void>();
@@ -469,7 +469,9 @@ export class WorkerConnection {
   /**
    * See CALL_POLL_MS. Messages taken here go through the usual handler. The wait is judged
    * only when the worker was asked to poll after the call before this one: otherwise it was
-   * asleep, and its wake-up says nothing of whether polling pays (host/adaptive-poll.ts).
+   * asleep, and its wake-up says nothing of whether polling pays. (Asked, it may still sleep:
+   * calls more than 1 ms apart, or its own poll backed off; those waits are judged, and
+   * rightly stop polling. See host/adaptive-poll.ts.)
    */
   private pollForReply(id: number, decision: "poll" | "probe" | "no"): void {
     const judged = this.lastCallReplyPolled;

@@ -104,9 +104,8 @@ describe("plugins", () => {
         export function nested(n) { return { n, list: [n, { deep: [true, "x"] }], bytes: new Uint8Array([n]), missing: undefined } }
         export async function fetched() { return (await fetch("http://127.0.0.1:${port}/")).text() }`);
       const stats = { cpuTimeMs: expect.any(Number), wallTimeMs: expect.any(Number), memoryBytes: expect.any(Number), fetches: 0, queuedMs: expect.any(Number) };
-      const nothing = await quiet.invoke("nothing");
-      expect(nothing).toEqual({ ok: true, value: undefined, logs: [], stats });
-      expect("value" in nothing).toBe(true);
+      // (Whether an undefined value stays an own key is test/host/protocol.test.ts's: toEqual cannot tell.)
+      expect(await quiet.invoke("nothing")).toEqual({ ok: true, value: undefined, logs: [], stats });
       expect(await quiet.invoke("none")).toEqual({ ok: true, value: null, logs: [], stats });
       expect(await quiet.invoke("nested", 7)).toEqual({ ok: true, value: { n: 7, list: [7, { deep: [true, "x"] }], bytes: new Uint8Array([7]) }, logs: [], stats });
       const result = await quiet.invoke("fetched");
