@@ -447,7 +447,6 @@ export class WorkerConnection {
     const id = this.nextId++;
     const isActivation = request.op === "run" || request.op === "load" || request.op === "call";
     const replyPoll = request.op === "call" ? this.callReplies.decide() : "no";
-    if (request.op === "call") request = { ...request, replyPolled: replyPoll !== "no" };
     const promise = new Promise<T>((resolve, reject) => {
       // A pending request keeps the process alive; an idle pool does not.
       if (this.pending.size === 0) {
@@ -460,7 +459,7 @@ export class WorkerConnection {
       }
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject, activation: isActivation, slot });
       this.pool.watch();
-      this.port.postMessage(requestMessage(id, request));
+      this.port.postMessage(requestMessage(id, request, replyPoll !== "no"));
     });
     if (request.op === "call") this.pollForReply(id, replyPoll);
     return promise;

@@ -77,9 +77,11 @@ export type RequestMessage = { id: number; request: WorkerRequest } | CallMessag
 export type CallMessage = [id: number, sandboxId: number, slot: number, pluginId: number, name: string, args: unknown[], replyPolled: 0 | 1];
 export type CallAnswerMessage = [id: number, value: unknown, cpuTimeMs: number, wallTimeMs: number, memoryBytes: number, fetches: number];
 
-export function requestMessage(id: number, request: WorkerRequest): RequestMessage {
-  if (request.op === "call" && request.hostCalls === undefined) return [id, request.sandboxId, request.slot, request.pluginId, request.name, request.args, request.replyPolled ? 1 : 0];
-  return { id, request };
+/** `replyPolled`: a call's flag (see its request type), set here so that the hot path copies no request. */
+export function requestMessage(id: number, request: WorkerRequest, replyPolled = false): RequestMessage {
+  if (request.op !== "call") return { id, request };
+  if (request.hostCalls === undefined) return [id, request.sandboxId, request.slot, request.pluginId, request.name, request.args, replyPolled ? 1 : 0];
+  return { id, request: { ...request, replyPolled } };
 }
 
 export function readRequestMessage(message: RequestMessage): { id: number; request: WorkerRequest } {

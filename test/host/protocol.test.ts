@@ -11,7 +11,7 @@ describe("plugin-call messages", () => {
   it("a call without host calls crosses as an array and reads back the same, with whether its reply is polled", () => {
     for (const replyPolled of [true, false]) {
       const request: WorkerRequest = { op: "call", sandboxId: 7, slot: 3, pluginId: 12, name: "onEvent", args: [1, { a: [null] }], replyPolled };
-      const message = requestMessage(41, request);
+      const message = requestMessage(41, { ...request, replyPolled: undefined }, replyPolled);
       expect(Array.isArray(message)).toBe(true);
       expect(readRequestMessage(structuredClone(message))).toEqual({ id: 41, request });
     }
@@ -21,7 +21,8 @@ describe("plugin-call messages", () => {
     const run: WorkerRequest = { op: "run", sandboxId: 1, slot: 0, code: "export default 1", filename: "a.js", input: null };
     expect(requestMessage(1, run)).toEqual({ id: 1, request: run });
     const withHostCalls = { op: "call", sandboxId: 1, slot: 0, pluginId: 2, name: "f", args: [], hostCalls: { channel: 1 } } as unknown as WorkerRequest;
-    expect(requestMessage(2, withHostCalls)).toEqual({ id: 2, request: withHostCalls });
+    // The poll flag travels inside the envelope.
+    expect(requestMessage(2, withHostCalls, true)).toEqual({ id: 2, request: { ...withHostCalls, replyPolled: true } });
     expect(readRequestMessage({ id: 2, request: withHostCalls })).toEqual({ id: 2, request: withHostCalls });
   });
 
