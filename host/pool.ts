@@ -23,6 +23,7 @@ import { DedicatedWorkers } from "./dedicated-workers.js";
 import { DEMOTED_FOR_MS, HELD_CONTENDED_WORKER_CPU_MS, HELD_WORKER_CPU_MS, RunDemotion } from "./run-demotion.js";
 import { KnownScripts, PROBATION_MAX_WAIT_MS } from "./run-probation.js";
 import { startAtLowestPriority } from "./thread-priority.js";
+import { messageOfThrown } from "./thrown-values.js";
 import { BURST_EXTRA_MAX } from "./worker/warm-pool.js";
 import { describeOption } from "./limits.js";
 
@@ -567,8 +568,10 @@ export class WorkerConnection {
           try {
             listener(entry);
           } catch (error) {
-            // The embedder's onLog threw: report it without disturbing the run.
-            process.emitWarning(`scriptbox: onLog threw: ${(error as Error).message}`);
+            // The embedder's onLog threw: report it without disturbing the run. Whatever it
+            // threw (null, a Symbol, a revoked Proxy): this is a port's message handler, where
+            // a throw would end the process.
+            process.emitWarning(`scriptbox: onLog threw: ${messageOfThrown(error, 1024)}`);
           }
         }
       }

@@ -7,11 +7,12 @@
 // before the request goes out and closed when its answer is back: closing aborts the
 // call context's signal, and answers to calls of a closed activation are dropped.
 import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
-import { inspect, types } from "node:util";
+import { types } from "node:util";
 import { AdaptivePoll } from "../adaptive-poll.js";
 import { decodeFromGuest, encodeForGuest, toCrossable } from "../marshal/crossing-values.js";
 import type { HostFunctionEntry } from "./declaration.js";
 import { HostError } from "./host-error.js";
+import { describeThrown, isInstance, stringProperty } from "../thrown-values.js";
 import { SyncCallBlock } from "./sync-call-block.js";
 import { formatBytes } from "../limits.js";
 import type { HostCallContext } from "./types.js";
@@ -83,38 +84,6 @@ function abortReason(): Error {
 
 let nextToken = 1;
 
-/** `value instanceof type`, false where asking throws (a revoked Proxy, a throwing getPrototypeOf trap). */
-function isInstance(value: unknown, type: abstract new (...args: never[]) => unknown): boolean {
-  try {
-    return value instanceof type;
-  } catch {
-    return false;
-  }
-}
-
-/** A string property of a value the embedder threw, or null (absent, not a string, or reading it threw). */
-function stringProperty(value: object, key: "name" | "message"): string | null {
-  try {
-    const read = (value as Record<string, unknown>)[key];
-    return typeof read === "string" ? read : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * What a thrown non-Error says in the guest. A primitive as `util.inspect` writes it; an
- * object only as its `message` when that is a string: formatting its fields (a plain object
- * of connection settings, a library's error record) would hand the guest whatever the
- * embedder's code happened to put in it.
- */
-function describeThrown(value: unknown): string {
-  if ((typeof value !== "object" && typeof value !== "function") || value === null) return inspect(value, { breakLength: Infinity, maxStringLength: MAX_ERROR_MESSAGE });
-  const message = stringProperty(value, "message");
-  const kind = typeof value === "function" ? "function" : "object";
-  return message === null ? `a non-Error ${kind}` : `a non-Error ${kind}: ${message}`;
-}
-
 /**
  * What the guest sees for an error thrown (or a rejection) by host function `label`: a
  * name and a message, never the host's stack. An Error of another realm (one a node:vm
@@ -124,7 +93,7 @@ function describeThrown(value: unknown): string {
  */
 export function failureOf(error: unknown, label: string): HostCallFailure {
   const ofThisRealm = isInstance(error, Error);
-  if (!ofThisRealm && !types.isNativeError(error)) return { name: "Error", message: `${label} threw ${describeThrown(error)}`.slice(0, MAX_ERROR_MESSAGE) };
+  if (!ofThisRealm && !types.isNativeError(error)) return { name: "Error", message: `${label} threw ${describeThrown(error, MAX_ERROR_MESSAGE)}`.slice(0, MAX_ERROR_MESSAGE) };
   const thrown = error as Error;
   let name: HostCallFailure["name"] = "Error";
   if (ofThisRealm) name = isInstance(thrown, TypeError) ? "TypeError" : isInstance(thrown, RangeError) ? "RangeError" : "Error";

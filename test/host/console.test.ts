@@ -104,6 +104,47 @@ describe("log capture", () => {
     }
   });
 
+  it("a listener that throws anything (null, a Symbol, a revoked Proxy) costs a warning, not the process or the run", async () => {
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    const throwing: [unknown, string][] = [
+      [new Error("listener broke"), "listener broke"],
+      [null, "null"],
+      [undefined, "undefined"],
+      [Symbol("odd"), "Symbol(odd)"],
+      [revoked.proxy, "a non-Error object"],
+      [{ get message(): string { throw new Error("no"); } }, "a non-Error object"],
+      [{ message: "plain object" }, "a non-Error object: plain object"],
+    ];
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", onWarning);
+    try {
+      for (const [thrown, described] of throwing) {
+        warnings.length = 0;
+        const delivered: string[] = [];
+        const noisy = await createSandbox({
+          onLog: (entry: LogEntry) => {
+            delivered.push(entry.message);
+            throw thrown;
+          },
+        });
+        try {
+          const result = await noisy.run("console.log('one'); console.log('two'); export default () => 7");
+          expect(result.ok && result.value).toBe(7);
+          // Every entry still reached the listener: one throw does not drop the rest of the batch.
+          expect(delivered).toEqual(["one", "two"]);
+          await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on the next tick
+          expect(warnings).toEqual([`scriptbox: onLog threw: ${described}`, `scriptbox: onLog threw: ${described}`]);
+        } finally {
+          await noisy.dispose();
+        }
+      }
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("caps output at maxLogBytes and marks the cut once", async () => {
     const result = await runScript("for (let i = 0; i < 1000; i++) console.log('x'.repeat(100)); export default () => 'finished'", {
       limits: { maxLogBytes: 1000 },
