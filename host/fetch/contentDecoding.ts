@@ -42,6 +42,11 @@ export function parseContentCodings(headerValue: string | null, strict: boolean)
   return { decode: codings, problem: null };
 }
 
+/** Whether a Content-Encoding header (its lines joined; null: none) names a coding other than identity. */
+export function hasContentCoding(headerValue: string | null): boolean {
+  return headerValue !== null && headerValue.split(",").some((c) => c.trim() !== "" && c.trim().toLowerCase() !== "identity");
+}
+
 /**
  * Why a body sent with this Transfer-Encoding (all its header lines joined) cannot be
  * handed over when the request carried a secret, or null. undici undoes only `chunked`;

@@ -10,7 +10,7 @@
 // bytes are copied once on their way into the guest), else one host buffer. Other bodies
 // are collected as chunks and joined at the end.
 import type { Dispatcher } from "undici";
-import { BodyDecoder, parseContentCodings, transferCodingProblem } from "./contentDecoding.js";
+import { BodyDecoder, hasContentCoding, parseContentCodings, transferCodingProblem } from "./contentDecoding.js";
 import type { Cancellation } from "./cancellation.js";
 import { networkError, type TransportError } from "./transportError.js";
 import { EMPTY_BYTES, concatOwned, ownedBuffer } from "./bytes.js";
@@ -25,6 +25,13 @@ export interface ExchangeRequest {
   body: Buffer | null;
   /** The request carried a secret: a body in a coding the transport cannot decode fails rather than passing through unscanned. */
   strictCodings: boolean;
+  /**
+   * This hop sent a secret, and asked for no content coding (Accept-Encoding: identity): a
+   * response in one fails. Its compressed size (Content-Length, the raw bytes the limits
+   * count) would depend on how well text the script chose compresses against an echo of the
+   * value: a compression oracle (BREACH). See docs/network.md, "Threat model".
+   */
+  identityOnly?: boolean;
   /** Decides from the status and headers whether the body is wanted; an unwanted body is drained a little, then dropped. */
   wantsBody(status: number, headers: readonly [string, string][]): boolean;
   /**
@@ -146,6 +153,10 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
       else if (name.length === 17 && name.toLowerCase() === "transfer-encoding") transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`;
     }
     this.#headers = headers;
+    if (this.#request.identityOnly && hasContentCoding(contentEncoding)) {
+      // Its headers would reach the script even without a body (HEAD, a redirect).
+      return this.fail(networkError("the response came in a content coding, though the request, which carried a secret, asked for none (Accept-Encoding: identity); its compressed size could tell the script about the secret"));
+    }
 
     const nullBody = this.#request.method === "HEAD" || statusCode === 204 || statusCode === 205 || statusCode === 304;
     this.#wanted = !nullBody && this.#request.wantsBody(statusCode, headers);

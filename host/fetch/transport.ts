@@ -267,7 +267,10 @@ export class SandboxFetchTransport {
       // The total is not shown: with secrets in it, it would tell their lengths in one try.
       throw limitError(`maxRequestHeaderBytes (${max} bytes) exceeded: the request's header fields, with secrets substituted, are larger`);
     }
-    const headers = plan ? plan.apply() : hop.headers;
+    // A hop that sends a secret asks for the body uncompressed, whatever the script asked:
+    // see ExchangeRequest.identityOnly.
+    const sendsSecret = plan !== null && plan.carried.length > 0;
+    const headers = plan ? withoutCompression(plan.apply(), sendsSecret) : hop.headers;
     if (plan) for (const secret of plan.carried) carried.add(secret);
     const request = {
       origin: "",
@@ -276,6 +279,7 @@ export class SandboxFetchTransport {
       headers: wireHeaders(target, headers),
       body: hop.body ? asBuffer(hop.body) : null,
       strictCodings: carried.size > 0,
+      identityOnly: sendsSecret,
       wantsBody,
       // A hop that carried a secret keeps its body on the host, where #respond redacts it.
       bodyTarget: carried.size > 0 ? null : bodyTarget,
@@ -363,6 +367,14 @@ const DEFAULT_HEADERS: [string, string][] = [
   ["user-agent", "scriptbox"],
   ["accept-encoding", "gzip, deflate, br"], // decoded by contentDecoding.ts
 ];
+
+/** The headers with Accept-Encoding replaced by `identity` when `identityOnly` (a hop that sends a secret). */
+function withoutCompression(headers: [string, string][], identityOnly: boolean): [string, string][] {
+  if (!identityOnly) return headers;
+  const kept = headers.filter(([name]) => name.length !== 15 || name.toLowerCase() !== "accept-encoding");
+  kept.push(["accept-encoding", "identity"]);
+  return kept;
+}
 
 /** Host first (undici takes the TLS servername from it), the request's headers, then defaults it lacks. */
 function wireHeaders(target: CheckedTarget, headers: readonly [string, string][]): string[] {

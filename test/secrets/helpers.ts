@@ -110,6 +110,18 @@ export function reflect(req: http.IncomingMessage, res: http.ServerResponse): vo
     for (let i = 0; i < layers; i++) body = zlib.gzipSync(body);
     res.setHeader("content-encoding", Array(layers).fill("gzip").join(", "));
     res.end(body);
+  } else if (kind === "negotiated-gzip") {
+    // As compression middleware does: gzip only when asked to. Echoes x-key and x-guess, and
+    // tells which Accept-Encoding it saw.
+    const accepted = String(req.headers["accept-encoding"] ?? "");
+    const text = Buffer.from(`you sent: x-key: ${v}\nx-guess: ${String(req.headers["x-guess"] ?? "")}\n`, "latin1");
+    res.setHeader("x-seen-accept-encoding", accepted);
+    if (/\bgzip\b/.test(accepted)) {
+      res.setHeader("content-encoding", "gzip");
+      res.end(zlib.gzipSync(text));
+    } else {
+      res.end(text);
+    }
   } else if (kind === "unknown-coding") {
     res.setHeader("content-encoding", "x-custom");
     res.end(Buffer.from(`you sent: ${v}`, "latin1"));

