@@ -112,10 +112,17 @@ export function takeUsed(): string[] {
 }
 
 export function requireModule(name: string): unknown {
-  mapSet(used, name, true);
+  // Checked before anything is recorded: the host reads `used` after every run, and a
+  // non-string there (a script's __scriptbox.import("valueOf") once put a function in)
+  // failed that read and disposed the sandbox.
+  if (typeof name !== "string") throw new TypeErrorCtor("an internal module name must be a string");
   const cached = mapGet(cache, name);
-  if (cached !== undefined) return cached;
-  if (typeof name !== "string" || stringSlice(name, 0, 10) !== "scriptbox:") throw new TypeErrorCtor(`unknown internal module ${String(name)}`);
+  if (cached !== undefined) {
+    mapSet(used, name, true);
+    return cached;
+  }
+  if (stringSlice(name, 0, 10) !== "scriptbox:") throw new TypeErrorCtor(`unknown internal module ${name}`);
+  mapSet(used, name, true);
   if (mapHas(loading, name)) throw new TypeErrorCtor(`circular guest module dependency on ${name}`);
   mapSet(loading, name, true);
   try {
@@ -129,15 +136,18 @@ export function requireModule(name: string): unknown {
 }
 
 /** The modules a script may import by bare name. */
-const PUBLIC_MODULES: Record<string, string> = { http: "scriptbox:http", cloud: "scriptbox:cloud", runtime: "scriptbox:runtime" };
+const PUBLIC_MODULES = { __proto__: null, http: "scriptbox:http", cloud: "scriptbox:cloud", runtime: "scriptbox:runtime" } as unknown as Record<string, string | undefined>;
 
 /** Serves `import … from "http"`: the host's module loader emits `__scriptbox.import("http")`. */
 export function importPublicModule(name: string): unknown {
   // "host:app": the embedder's host module "app" (the host's loader serves `import … from "app"` so).
-  if (typeof name === "string" && name.slice(0, 5) === "host:") {
-    return (requireModule("scriptbox:host-modules") as { hostModule(name: string): unknown }).hostModule(name.slice(5));
+  // The name comes from any script (the global is visible): only a string, read with the
+  // captured builtins, and looked up in a table without a prototype ("valueOf" is no module).
+  if (typeof name !== "string") throw new TypeErrorCtor("a module name must be a string");
+  if (stringSlice(name, 0, 5) === "host:") {
+    return (requireModule("scriptbox:host-modules") as { hostModule(name: string): unknown }).hostModule(stringSlice(name, 5));
   }
-  const internal = typeof name === "string" ? PUBLIC_MODULES[name] : undefined;
-  if (internal === undefined) throw new TypeErrorCtor(`no builtin module named ${String(name)}`);
+  const internal = PUBLIC_MODULES[name];
+  if (typeof internal !== "string") throw new TypeErrorCtor(`no builtin module named ${name}`);
   return requireModule(internal);
 }

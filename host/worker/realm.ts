@@ -388,7 +388,15 @@ export class Realm {
   usedModules(): string[] {
     const names = this.ownCode(
       () => this.context.callFunction(this.hooks.usedModules, this.context.undefined),
-      (value) => JSON.parse(this.context.getString(value)) as string[],
+      (value) => {
+        // Usage statistics: nothing in them is worth failing the engine over.
+        try {
+          const parsed: unknown = JSON.parse(this.context.getString(value));
+          return Array.isArray(parsed) ? parsed.filter((name): name is string => typeof name === "string") : [];
+        } catch {
+          return [];
+        }
+      },
     );
     return (names ?? []).map((name) => name.replace(/^scriptbox:/, ""));
   }

@@ -155,6 +155,43 @@ describe("scripts that break their own realm", () => {
     }`);
     expect(result).toMatchObject({ ok: true, value: ["TypeError", "TypeError", "TypeError", "TypeMismatchError", "TypeMismatchError"] });
   });
+
+  it("__scriptbox.import with an Object.prototype name or a non-string is a guest TypeError; the sandbox and its plugin live on", async () => {
+    // A plain lookup table found "valueOf" on Object.prototype; the function went into the
+    // run's used-module list, the host could not read that list, and disposed the sandbox.
+    const sandbox = await createSandbox();
+    try {
+      const counter = await sandbox.load("let n = 0; export function next() { return ++n }");
+      expect(await counter.call("next")).toBe(1);
+      const result = await sandbox.run(`export default () => {
+        const seen = [];
+        for (const name of ["valueOf", "toString", "constructor", "hasOwnProperty", "isPrototypeOf", "__proto__", "host:valueOf", "nope", 7, null, { toString: () => "http" }]) {
+          try { __scriptbox.import(name); seen.push("none"); } catch (e) { seen.push(e.name + ": " + e.message); }
+        }
+        return seen;
+      }`);
+      expect(result).toMatchObject({
+        ok: true,
+        value: [
+          "TypeError: no builtin module named valueOf",
+          "TypeError: no builtin module named toString",
+          "TypeError: no builtin module named constructor",
+          "TypeError: no builtin module named hasOwnProperty",
+          "TypeError: no builtin module named isPrototypeOf",
+          "TypeError: no builtin module named __proto__",
+          'TypeError: no host module named "valueOf"',
+          "TypeError: no builtin module named nope",
+          "TypeError: a module name must be a string",
+          "TypeError: a module name must be a string",
+          "TypeError: a module name must be a string",
+        ],
+      });
+      expect(await counter.call("next")).toBe(2);
+      expect(await sandbox.run("export default () => typeof __scriptbox.import('http').fetch")).toMatchObject({ ok: true, value: "function" });
+    } finally {
+      await sandbox.dispose();
+    }
+  });
 });
 
 describe("the bridge validates every argument", () => {
