@@ -6,6 +6,7 @@
 // Activations (a run, a plugin load, a plugin call) are opened here by host/sandbox.ts
 // before the request goes out and closed when its answer is back: closing aborts the
 // call context's signal, and answers to calls of a closed activation are dropped.
+import { setMaxListeners } from "node:events";
 import { receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 import { types } from "node:util";
 import { AdaptivePoll } from "../adaptive-poll.js";
@@ -64,6 +65,9 @@ class OpenActivation {
   callContext(): HostCallContext {
     if (this.context === null) {
       this.controller = new AbortController();
+      // One signal for all of the activation's calls: a script's 11th concurrent call
+      // whose function passes it on (as docs/host-modules.md advises) is no leak warning.
+      setMaxListeners(0, this.controller.signal);
       if (this.closed) this.controller.abort(abortReason());
       this.context = Object.freeze({ signal: this.controller.signal, sandboxId: this.scope.sandboxId, filename: this.scope.filename });
     }
@@ -228,12 +232,16 @@ export class HostCallServer {
       // Answered at once (no promise to wait for): no detour through the microtask queue.
       return this.reply(call, this.encodeResult(call.c, result, entry, activation.scope.maxCallBytes));
     }
+    // The reactions keep the call's id, not the call: its arguments (JSON text, buffers of up
+    // to maxHostCallBytes) would otherwise live as long as the embedder's promise, after the
+    // run has ended and the sandbox is gone (a script's abandoned calls pinned 120 MiB).
+    const callId = call.c;
     Promise.resolve(result).then(
       (value) => {
-        if (!activation.closed) this.reply(call, this.encodeResult(call.c, value, entry, activation.scope.maxCallBytes));
+        if (!activation.closed) this.replyAsync(this.encodeResult(callId, value, entry, activation.scope.maxCallBytes));
       },
       (error: unknown) => {
-        if (!activation.closed) this.reply(call, { c: call.c, ok: false, e: failureOf(error, entry.label) });
+        if (!activation.closed) this.replyAsync({ c: callId, ok: false, e: failureOf(error, entry.label) });
       },
     );
   }
@@ -281,6 +289,10 @@ export class HostCallServer {
 
   private reply(call: HostCallMessage, reply: HostCallReply): void {
     if (call.s === 1) return this.replySync(reply);
+    this.replyAsync(reply);
+  }
+
+  private replyAsync(reply: HostCallReply): void {
     this.calls?.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
     this.answered();
   }

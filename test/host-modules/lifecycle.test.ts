@@ -2,6 +2,9 @@
 // (many at once; wallTimeMs ends them and aborts their signals; late answers are dropped);
 // synchronous calls block only their own worker, count toward wallTimeMs and not
 // cpuTimeMs, and refuse promises and re-entry into their own sandbox.
+import { setTimeout as sleepWith } from "node:timers/promises";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandbox, hostSync, Sandbox, type HostCallContext } from "scriptbox";
 import { failure, value } from "./helpers.js";
@@ -86,6 +89,64 @@ describe("async host calls as pending work", () => {
       // and the sandbox carries on, untroubled by them
       expect(value(await sandbox.run(`import { query } from "db"; export default () => query(1)`))).toBe("late");
     } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it("a call whose promise never settles does not keep the script's arguments once the run has ended", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const sent: WeakRef<ArrayBuffer>[] = [];
+    const waiting: (() => void)[] = [];
+    const sandbox = await createSandbox({
+      limits: { wallTimeMs: 300 },
+      modules: {
+        app: {
+          // Keeps only its resolver, as a function waiting for an approval would.
+          waitFor(bytes: Uint8Array) {
+            sent.push(new WeakRef(bytes.buffer as ArrayBuffer));
+            return new Promise<void>((resolve) => waiting.push(resolve));
+          },
+        },
+      },
+    });
+    try {
+      const result = await sandbox.run(`import { waitFor } from "app";
+        export default async () => { waitFor(new Uint8Array(1 << 20)); await waitFor(new Uint8Array(1 << 20)); }`);
+      expect(failure(result).kind).toBe("timeout");
+      expect(sent).toHaveLength(2);
+      await sleep(10);
+      gc();
+      // Before: each pending reaction held its call message, with the argument's buffer.
+      expect(sent.map((ref) => ref.deref())).toEqual([undefined, undefined]);
+    } finally {
+      for (const resolve of waiting) resolve();
+      await sandbox.dispose();
+    }
+  });
+
+  it("many concurrent calls passing the run's signal on are no listener-leak warning", async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on("warning", onWarning);
+    const sandbox = await createSandbox({
+      modules: {
+        app: {
+          async lookup(this: HostCallContext, id: number) {
+            await sleepWith(20, null, { signal: this.signal }); // as docs/host-modules.md advises
+            return id;
+          },
+        },
+      },
+    });
+    try {
+      const result = await sandbox.run(`import { lookup } from "app";
+        export default () => Promise.all(Array.from({ length: 30 }, (_, i) => lookup(i)))`);
+      expect(value(result)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+      await sleep(10);
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
       await sandbox.dispose();
     }
   });
