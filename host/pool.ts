@@ -24,8 +24,12 @@ import { DEMOTED_FOR_MS, HELD_CONTENDED_WORKER_CPU_MS, HELD_WORKER_CPU_MS, RunDe
 import { KnownScripts, PROBATION_MAX_WAIT_MS } from "./run-probation.js";
 import { startAtLowestPriority } from "./thread-priority.js";
 import { messageOfThrown } from "./thrown-values.js";
+import { ThrottledWarning } from "./throttled-warning.js";
 import { BURST_EXTRA_MAX } from "./worker/warm-pool.js";
 import { describeOption } from "./limits.js";
+
+/** "onLog threw" warnings, for all sandboxes: at most one a second (see ThrottledWarning). */
+const onLogThrew = new ThrottledWarning();
 
 /**
  * How much CPU time past its deadline a guest may spend (in native code that ignores the
@@ -571,7 +575,7 @@ export class WorkerConnection {
             // The embedder's onLog threw: report it without disturbing the run. Whatever it
             // threw (null, a Symbol, a revoked Proxy): this is a port's message handler, where
             // a throw would end the process.
-            process.emitWarning(`scriptbox: onLog threw: ${messageOfThrown(error, 1024)}`);
+            onLogThrew.emit(`scriptbox: onLog threw: ${messageOfThrown(error, 1024)}`);
           }
         }
       }
