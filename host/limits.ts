@@ -1,6 +1,6 @@
 // Limits: every one has a safe default, is validated where the embedder passes it, and
 // is enforced for real in the worker (see docs/limits.md for how each is enforced).
-import { ENGINE_INITIAL_MEMORY_BYTES } from "./engine/initial-memory.js";
+import { ENGINE_INITIAL_MEMORY_BYTES, ENGINE_MAXIMUM_MEMORY_BYTES } from "./engine/initial-memory.js";
 
 export interface Limits {
   /** Cap of the sandbox's wasm memory (QuickJS heap and stack live in it). */
@@ -54,7 +54,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
 /** Bounds of what an embedder may configure (beyond them the engine is not safe or useful). */
 export const LIMIT_BOUNDS: Readonly<Record<keyof Limits, readonly [min: number, max: number]>> = {
   // Below 24 MiB the engine's own 16 MiB baseline leaves scripts almost nothing.
-  memoryBytes: [ENGINE_INITIAL_MEMORY_BYTES + 8 * MiB, 4096 * MiB - 65536],
+  memoryBytes: [ENGINE_INITIAL_MEMORY_BYTES + 8 * MiB, ENGINE_MAXIMUM_MEMORY_BYTES],
   // Measured: deeper QuickJS stacks overflow the worker's native stack (docs/limits.md).
   stackBytes: [16 * 1024, 1 * MiB],
   cpuTimeMs: [1, 24 * 3600_000],

@@ -54,6 +54,19 @@ describe("defaults", () => {
     await expect(runScript("export default () => 1", { queueTimeoutMs: "100" } as never)).rejects.toThrow('queueTimeoutMs must be a number from 0 to 86400000, got the string "100"');
     expect(() => configurePool({ sharedWorkers: "2" } as never)).toThrow(new TypeError('pool option sharedWorkers must be an integer from 1 to 64, got the string "2"'));
   });
+
+  it("memoryBytes goes up to the engine's 2 GiB, and a sandbox at that cap runs", async () => {
+    // Above 2 GiB a sandbox used to be accepted and then disposed at its first run (the
+    // engine's wasm module declares at most 32,768 pages).
+    await expect(createSandbox({ limits: { memoryBytes: 2048 * 1024 * 1024 + 65536 } })).rejects.toThrow(RangeError);
+    await expect(createSandbox({ limits: { memoryBytes: 3 * 1024 * 1024 * 1024 } })).rejects.toThrow("limits.memoryBytes must be a number from 25165824 to 2147483648");
+    const largest = await createSandbox({ limits: { memoryBytes: 2048 * 1024 * 1024 } });
+    try {
+      expect(await largest.run("export default () => new Uint8Array(64 << 20).length")).toMatchObject({ ok: true, value: 64 << 20 });
+    } finally {
+      await largest.dispose();
+    }
+  });
 });
 
 describe("memoryBytes", () => {
