@@ -21,6 +21,35 @@ export interface EngineInstance {
   readonly variant: EngineVariantName;
   /** Loads guest library code as bytecode (bytecode.ts); null when this engine build cannot. */
   readonly bytecode: BytecodeFunctions | null;
+  /**
+   * How many times the engine asked for more memory and was refused (the cap). At the cap
+   * QuickJS may throw `null` (no room even for its "out of memory" error), and by the time
+   * the host sees that `null` the unwound frames have freed their memory, so a probe of
+   * the heap cannot tell it from a script's own `throw null`; a refusal since the
+   * activation began can (Realm.failWithGuestError).
+   */
+  readonly growthRefusals: () => number;
+}
+
+/**
+ * Counts refused growths of `memory`. emscripten's glue grows the heap from JavaScript,
+ * through this very object's `grow` (its sbrk asks emscripten_resize_heap, which tries
+ * 1.2x, 1.1x, then 1.05x the current size), so an own `grow` sees every attempt.
+ */
+function countGrowthRefusals(memory: WebAssembly.Memory): () => number {
+  let refusals = 0;
+  const grow = WebAssembly.Memory.prototype.grow;
+  Object.defineProperty(memory, "grow", {
+    value(this: WebAssembly.Memory, pages: number): number {
+      try {
+        return grow.call(this, pages);
+      } catch (error) {
+        refusals++;
+        throw error;
+      }
+    },
+  });
+  return () => refusals;
 }
 
 /** The variant packages ship CommonJS typings for an ES module: take the default export either way. */
@@ -41,6 +70,7 @@ async function loadVariant(name: EngineVariantName): Promise<QuickJSSyncVariant>
 export async function createEngineInstance(memoryLimitBytes: number, variantName: EngineVariantName = "release"): Promise<EngineInstance> {
   const maximumPages = Math.floor(memoryLimitBytes / WASM_PAGE);
   const memory = new WebAssembly.Memory({ initial: ENGINE_INITIAL_MEMORY_BYTES / WASM_PAGE, maximum: maximumPages });
+  const growthRefusals = countGrowthRefusals(memory);
   const compiled = compiledEngineModule(variantName);
   let table: WebAssembly.Table | undefined;
   let instantiated: WebAssembly.Instance | undefined;
@@ -61,5 +91,5 @@ export async function createEngineInstance(memoryLimitBytes: number, variantName
   const module = await newQuickJSWASMModuleFromVariant(variant);
   if (!table || !instantiated) throw new Error("engine: the patched wasm did not export its function table");
   const bytecode = bytecodeFunctions(instantiated, compiled, module);
-  return { module, memory, table, memoryLimitBytes: maximumPages * WASM_PAGE, variant: variantName, bytecode };
+  return { module, memory, table, memoryLimitBytes: maximumPages * WASM_PAGE, variant: variantName, bytecode, growthRefusals };
 }

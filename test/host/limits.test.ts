@@ -70,6 +70,24 @@ describe("defaults", () => {
 });
 
 describe("memoryBytes", () => {
+  it("small allocations that fill the heap end with kind memory, not 'Uncaught null', however the heap filled", async () => {
+    // At the cap QuickJS throws null (no room for its error); by the time the host looks,
+    // the unwound frames have freed the heap. Found by two hostile reviews.
+    await withSandbox({ limits: { memoryBytes: 32 * 1024 * 1024 } }, async (sandbox) => {
+      for (const source of [
+        "export default () => { const a = []; for (;;) a.push({}) }",
+        "export default () => Array.from({ length: 3e6 }, () => ({}))",
+        "export default () => { const f = () => Promise.resolve().then(f); f(); return new Promise(() => {}) }",
+      ]) {
+        const error = failure(await sandbox.run(source));
+        expect(error, source).toMatchObject({ kind: "memory", message: "memoryBytes limit (32 MiB) exceeded: out of memory" });
+        await stillServes(sandbox);
+      }
+      // A script's own `throw null` stays the script's.
+      expect(failure(await sandbox.run("export default () => { throw null }"))).toMatchObject({ kind: "script", message: "Uncaught null" });
+    });
+  });
+
   it("caps the engine's memory: allocation past it ends the run with kind memory", async () => {
     await withSandbox({ limits: { memoryBytes: 32 * 1024 * 1024 } }, async (sandbox) => {
       const error = failure(await sandbox.run("const keep = []; for (;;) keep.push(new Uint8Array(1024 * 1024)); "));
