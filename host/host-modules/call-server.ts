@@ -19,8 +19,10 @@ import { formatBytes } from "../limits.js";
 import type { HostCallContext } from "./types.js";
 import {
   HOST_CALL_POLL_MS,
+  NO_BUFFERS,
   callFromWire,
   replyToWire,
+  transferList,
   type HostCallFailure,
   type HostCallMessage,
   type HostCallReply,
@@ -293,7 +295,7 @@ export class HostCallServer {
   }
 
   private replyAsync(reply: HostCallReply): void {
-    this.calls?.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
+    this.calls?.postMessage(replyToWire(reply), reply.ok ? transferList(reply.b) : NO_BUFFERS);
     this.answered();
   }
 
@@ -306,7 +308,7 @@ export class HostCallServer {
     if (!this.syncReplies || !this.syncBlock || this.givenUp(reply.c)) return;
     this.lastSyncAnswered = reply.c;
     if (!reply.ok || reply.b.length > 0 || !this.syncBlock.answerInline(reply.c, reply.j)) {
-      this.syncReplies.postMessage(replyToWire(reply), reply.ok ? reply.b : []);
+      this.syncReplies.postMessage(replyToWire(reply), reply.ok ? transferList(reply.b) : NO_BUFFERS);
       this.syncBlock.answerOnPort(reply.c);
     }
     this.answered();

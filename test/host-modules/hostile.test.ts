@@ -7,6 +7,7 @@ import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { createSandbox, HostError, hostSync, runScript } from "scriptbox";
 import { failure, value } from "./helpers.js";
+import { transferList } from "../../dist/host/host-modules/manifest.js";
 
 
 describe("hostile arguments", () => {
@@ -241,6 +242,40 @@ describe("hostile arguments", () => {
     expect(value(result)).toBe(1e6);
     // ~4 s of the 5 s default before paths were built only for errors; ~1-1.5 s since.
     expect(received).toBe(1e6);
+  });
+
+  it("byte arrays: up to 10,000 in one call cross intact (large ones transferred, small ones copied); more is a guest RangeError, not a stuck worker", async () => {
+    // 100,000 empty Uint8Arrays in one call held the worker for seconds in native code
+    // (postMessage's transfer list is quadratic in its length), past the watchdog's grace.
+    const received: Uint8Array[][] = [];
+    const sandbox = await createSandbox({ modules: { app: { take: hostSync((list: Uint8Array[]) => (received.push(list), list.length)) } } });
+    try {
+      const result = await sandbox.run(`import { take } from "app";
+        export default () => {
+          const list = Array.from({ length: 10000 }, (_, i) => i % 2500 === 0 ? new Uint8Array(100000).fill(i % 251) : new Uint8Array([i & 255, i >> 8]));
+          const taken = take(list);
+          let refused;
+          try { take(Array(10001).fill(new Uint8Array(0))); } catch (e) { refused = e.name + ": " + e.message; }
+          return { taken, refused };
+        }`);
+      expect(value(result)).toEqual({ taken: 10000, refused: "RangeError: limit: a host call carries at most 10000 byte arrays; the arguments of app.take have 10001" });
+      const [list] = received;
+      expect(list).toHaveLength(10000);
+      for (const i of [0, 2500, 5000, 7500]) expect(list![i]!.length === 100000 && list![i]!.every((byte) => byte === i % 251)).toBe(true);
+      for (const i of [1, 257, 9999]) expect([...list![i]!]).toEqual([i & 255, i >> 8]);
+      expect(value(await sandbox.run("export default () => 'still serving'"))).toBe("still serving");
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
+  it("transferList: only buffers of 64 KiB or more are transferred, at most 256 of them", () => {
+    const small = Array.from({ length: 1000 }, () => new ArrayBuffer(10));
+    const large = Array.from({ length: 300 }, () => new ArrayBuffer(64 * 1024));
+    expect(transferList(small)).toEqual([]);
+    const list = transferList([...small, ...large]);
+    expect(list).toHaveLength(256);
+    expect(list.every((buffer) => large.includes(buffer))).toBe(true);
   });
 
   it("an argument that fills the heap while it is encoded gives the engine's out-of-memory error, not a TypeError about the value", async () => {

@@ -17,6 +17,9 @@ import type { Realm } from "../realm.js";
 import { BridgeArgumentError, functionArg, integerArg, stringArg } from "./args.js";
 import type { BridgeFunctions } from "./index.js";
 
+/** The most byte arrays (Uint8Array, ArrayBuffer, …) one host call's arguments may hold. */
+export const MAX_CALL_BUFFERS = 10_000;
+
 interface Attached {
   base: HostModulesManifest | null;
   run: HostModulesManifest | null;
@@ -147,7 +150,10 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
       count = ctx.typeof(lengthHandle) === "number" ? ctx.getNumber(lengthHandle) : -1;
       lengthHandle.dispose();
     }
-    if (!Number.isInteger(count) || count < 0 || count > 100_000) throw new BridgeArgumentError("buffers must be an array of ArrayBuffers");
+    if (!Number.isInteger(count) || count < 0) throw new BridgeArgumentError("buffers must be an array of ArrayBuffers");
+    // Each one is host work the interrupt cannot stop (~2 µs here, then a message part):
+    // 100,000 held the worker past its CPU deadline and got it terminated.
+    if (count > MAX_CALL_BUFFERS) throw new RangeError(`limit: a host call carries at most ${MAX_CALL_BUFFERS} byte arrays; the arguments of ${fn.label} have ${count}`);
     for (let i = 0; i < count; i++) {
       const handle = ctx.getProp(buffersHandle!, i);
       try {

@@ -18,6 +18,7 @@ import {
   NO_BUFFERS,
   callToWire,
   replyFromWire,
+  transferList,
   type HostCallMessage,
   type HostCallReply,
   type HostCallsOpenMessage,
@@ -118,7 +119,7 @@ export class HostCallChannel {
     const c = this.nextCallId++;
     this.waiting.set(c, settle);
     const call: HostCallMessage = { t: token, c, f: fn, j: json, b: buffers, s: 0 };
-    port.postMessage(callToWire(call), buffers);
+    port.postMessage(callToWire(call), transferList(buffers));
     return c;
   }
 
@@ -135,7 +136,7 @@ export class HostCallChannel {
     const wire = callToWire(call);
     this.lastSyncSleptMs = 0;
     // Through the shared block while the embedder watches it (right after its last answer), else posted.
-    if (typeof wire !== "string" || !slot.offerCall(wire)) port.postMessage(wire, buffers);
+    if (typeof wire !== "string" || !slot.offerCall(wire)) port.postMessage(wire, transferList(buffers));
     // The answer usually comes within microseconds while the embedder is polling for calls:
     // watch the block for a moment first rather than go to sleep, while that pays (see
     // host/adaptive-poll.ts).
