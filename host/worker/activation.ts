@@ -35,6 +35,8 @@ export class Activation implements Budget {
   /** Async host calls in flight (host modules), by call id; and all host calls made. */
   readonly hostCalls = new Map<number, PendingFetch>();
   hostCallCount = 0;
+  /** Argument bytes of the async host calls in flight (see hostCall in bridge/host-modules.ts). */
+  hostCallBytesInFlight = 0;
   failure: SandboxError | null = null;
   finished = false;
 

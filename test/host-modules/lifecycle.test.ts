@@ -125,6 +125,46 @@ describe("async host calls as pending work", () => {
     }
   });
 
+  it("the arguments of calls waiting for an answer carry at most memoryBytes; an answer makes room again", async () => {
+    // A script firing un-awaited 8 MiB calls at a slow function made the embedder hold ~2 GB.
+    const waiting: (() => void)[] = [];
+    let received = 0;
+    const sandbox = await createSandbox({
+      modules: {
+        app: {
+          slow(bytes: Uint8Array) {
+            received++;
+            const size = bytes.length;
+            return new Promise<number>((resolve) => waiting.push(() => resolve(size)));
+          },
+        },
+      },
+    });
+    try {
+      const run = sandbox.run(`import { slow } from "app";
+        export default async () => {
+          const pending = [];
+          for (let i = 0; i < 11; i++) pending.push(slow(new Uint8Array(6 << 20)));
+          const outcomes = (await Promise.allSettled(pending)).map((o) => o.status === "fulfilled" ? o.value : o.reason.name + ": " + o.reason.message);
+          outcomes.push(await slow(new Uint8Array(6 << 20)));
+          return outcomes;
+        }`);
+      const deadline = Date.now() + 20_000;
+      while (received < 10 && Date.now() < deadline) await sleep(10);
+      await sleep(100);
+      expect(received).toBe(10);
+      for (const answer of waiting.splice(0)) answer();
+      while (received < 11 && Date.now() < deadline) await sleep(10);
+      for (const answer of waiting.splice(0)) answer();
+      const outcomes = value(await run) as unknown[];
+      expect(outcomes.slice(0, 10)).toEqual(Array(10).fill(6 << 20));
+      expect(outcomes[10]).toMatch(/^RangeError: limit: the arguments of the host calls waiting for an answer may carry at most memoryBytes \(64 MiB\); app\.slow would add \d+ bytes to \d+$/);
+      expect(outcomes[11]).toBe(6 << 20);
+    } finally {
+      await sandbox.dispose();
+    }
+  });
+
   it("many concurrent calls passing the run's signal on are no listener-leak warning", async () => {
     const warnings: string[] = [];
     const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);

@@ -177,7 +177,7 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
     // The embedder's function is about to run: a run that loses its worker after this
     // point is not re-run transparently (it ends "evicted"; see host/tenancy-outcomes.ts).
     activation.noteEffect();
-    return { activation, token: modules.token, id, label: fn.label, json, buffers, channel };
+    return { activation, token: modules.token, id, label: fn.label, json, buffers, channel, bytes: size };
   };
 
   return {
@@ -203,9 +203,24 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
     /** Starts an async call; `onSettle(true, json, buffers)` or `onSettle(false, name, message, code)` runs once. */
     hostCall(idHandle, jsonHandle, buffersHandle, onSettleHandle) {
       const call = prepareCall(idHandle, jsonHandle, buffersHandle, false);
-      const { activation, channel } = call;
+      const { activation, channel, label, bytes } = call;
+      // What the script's unanswered calls carry stays within its own memory limit: a script
+      // firing un-awaited 8 MiB calls at a slow function made the embedder hold ~2 GB.
+      const inFlightMax = Math.max(activation.limits.memoryBytes, activation.limits.maxHostCallBytes);
+      if (activation.hostCallBytesInFlight + bytes > inFlightMax) {
+        throw new RangeError(
+          `limit: the arguments of the host calls waiting for an answer may carry at most memoryBytes (${formatBytes(inFlightMax)}); ${label} would add ${bytes} bytes to ${activation.hostCallBytesInFlight}`,
+        );
+      }
       const onSettle = realm.own(functionArg(ctx, onSettleHandle, "onSettle"));
+      activation.hostCallBytesInFlight += bytes;
+      let settled = false;
+      // Once, when the answer comes or the call is aborted. Captures no argument: they are
+      // garbage here once posted (the settle callback lives as long as the call).
       const release = () => {
+        if (settled) return;
+        settled = true;
+        activation.hostCallBytesInFlight -= bytes;
         if (realm.alive && onSettle.alive) {
           realm.disown(onSettle);
           onSettle.dispose();
@@ -214,7 +229,7 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
       const callId = channel.callAsync(call.token, call.id, call.json, call.buffers, (reply) => {
         realm.guestTask(() => {
           if (realm.activation !== activation || !activation.hostCalls.delete(callId)) return;
-          const args = replyArguments(reply, call.label);
+          const args = replyArguments(reply, label);
           const done = realm.enterGuest(() => ctx.callFunction(onSettle, ctx.undefined, args));
           for (const handle of args) handle.dispose();
           done?.dispose();
