@@ -5,12 +5,13 @@ import { Auth } from "./auth.js";
 import { Clock } from "./clock.js";
 import type { EmulatorContext } from "./context.js";
 import { randomKey } from "./secrets.js";
-import { seed as seedStore, type EmulatorSeed, type SeededUser } from "./seed.js";
+import { seed as seedStore } from "./seed.js";
+import type { EmulatorSeed, SeededUser } from "./seed-types.js";
 import { GRAPHQL_LIMITS } from "./graphqlLimits.js";
 import { buildServer } from "./server.js";
 import { Store } from "./store.js";
 
-export type { EmulatorSeed, SeededUser } from "./seed.js";
+export type { EmulatorSeed, SeededUser } from "./seed-types.js";
 export { TOKEN_PREFIXES } from "./secrets.js";
 
 export interface EmulatorOptions {

@@ -13,29 +13,10 @@ import type { Clock } from "./clock.js";
 import { issueSecret, newId, newVoucherCode, normalizeVoucherCode, sha256 } from "./secrets.js";
 import { INVITATION_TTL_SECONDS } from "./routes/team.js";
 import { PAT_DEFAULT_TTL_SECONDS } from "./routes/dashboard.js";
-import type { Role, Store } from "./store.js";
+import type { Store } from "./store.js";
+import type { EmulatorSeed, Role, SeededUser } from "./seed-types.js";
 
-/** The KEY=value lines `--seed` prints, and `startEmulator` returns. */
-export interface EmulatorSeed {
-  CLOUD_BASE_URL: string;
-  CLOUD_PAT: string;
-  CLOUD_SESSION: string;
-  CLOUD_TEAM_ID: string;
-  CLOUD_WORKSPACE_ID: string;
-  CLOUD_INSTANCE_REGISTRATION_KEY: string;
-  CLOUD_VOUCHER_CODE: string;
-}
-
-/** A seeded person, with a dashboard session (to create PATs through GraphQL in tests). */
-export interface SeededUser {
-  id: string;
-  email: string;
-  name: string | null;
-  teamId: string;
-  role: Role;
-  useSeat: boolean;
-  session: string;
-}
+export type { EmulatorSeed, SeededUser } from "./seed-types.js";
 
 export interface SeedResult {
   seed: Omit<EmulatorSeed, "CLOUD_BASE_URL">;

@@ -6,7 +6,9 @@
 import Database from "better-sqlite3";
 import { MIGRATIONS } from "./migrations.js";
 
-export type Role = "admin" | "member";
+import type { Role } from "./seed-types.js";
+
+export type { Role } from "./seed-types.js";
 
 export interface UserRow { id: string; email: string; name: string | null; created_at: number; updated_at: number }
 export interface TeamRow { id: string; name: string; email: string; created_at: number; updated_at: number }

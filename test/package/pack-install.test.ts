@@ -8,7 +8,7 @@
 // a strictly `--offline` install fails with ENOTCACHED on a fresh machine; with the
 // metadata cached (a second run) nothing is fetched.
 import { execFileSync, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -51,12 +51,17 @@ beforeAll(() => {
   app = join(work, "app");
   const clone = freshClone(join(work, "clone"));
   expect(existsSync(join(clone, "dist"))).toBe(false);
+  // Leftovers of a work tree (a test writes dist/examples/*.mjs): prepack starts from no dist/.
+  mkdirSync(join(clone, "dist", "examples"), { recursive: true });
+  writeFileSync(join(clone, "dist", "examples", "leftover.mjs"), "");
+  writeFileSync(join(clone, "dist", "leftover.js"), "");
   // A real `npm pack`, prepack (the build) included.
   npm(["pack", "--pack-destination", work], clone);
   const tarball = readdirSync(work).find((f) => /^scriptbox-.*\.tgz$/.test(f))!;
   mkdirSync(app);
   writeFileSync(join(app, "package.json"), JSON.stringify({ name: "embedding-app", private: true, type: "module" }));
-  npm(["install", "--prefer-offline", "--no-audit", "--no-fund", join(work, tarball)], app);
+  // As a Node 20 app with its own Node types (scriptbox's declarations use Node's types).
+  npm(["install", "--prefer-offline", "--no-audit", "--no-fund", join(work, tarball), "@types/node@^20"], app);
 }, 600_000);
 
 afterAll(() => {
@@ -67,6 +72,9 @@ describe("npm pack, installed into a fresh app", () => {
   it("installs without the emulator's server stack and without compiling anything", () => {
     const modules = join(app, "node_modules");
     for (const peer of EMULATOR_PEERS) expect(existsSync(join(modules, peer)), peer).toBe(false);
+    // Nor its types, which pulled the newest @types/node into the app (the app's own is 20's).
+    expect(existsSync(join(modules, "@types", "better-sqlite3"))).toBe(false);
+    expect((JSON.parse(readFileSync(join(modules, "@types", "node", "package.json"), "utf8")) as { version: string }).version).toMatch(/^20\./);
     expect(existsSync(join(modules, "scriptbox", "dist", "src", "index.js"))).toBe(true);
     expect(existsSync(join(modules, "scriptbox", "dist", "guest-lib", "bundle.json"))).toBe(true);
     // Nothing native was built or fetched: no compiled addon (.node) anywhere in the tree.
@@ -132,7 +140,26 @@ await sandbox.dispose();\n`,
     expect(host.stdout + host.stderr).toBe("");
     const guest = run(process.execPath, [TSC, "-p", "tsconfig.script.json"]);
     expect(guest.stdout + guest.stderr).toBe("");
+    // A CommonJS TypeScript app (module: commonjs resolves "types", not "exports").
+    writeFileSync(
+      join(app, "tsconfig.cjs.json"),
+      JSON.stringify({ compilerOptions: { target: "ES2022", module: "CommonJS", moduleResolution: "Node10", strict: true, noEmit: true, skipLibCheck: false, types: ["node"] }, files: ["legacy.ts"] }),
+    );
+    writeFileSync(join(app, "legacy.ts"), `import { createSandbox, type RunResult } from "scriptbox";\nexport async function double(n: number): Promise<RunResult<number>> { const s = await createSandbox(); try { return await s.run<number>("export default (n) => n * 2", { input: n }); } finally { await s.dispose(); } }\n`);
+    const legacy = run(process.execPath, [TSC, "-p", "tsconfig.cjs.json"]);
+    expect(legacy.stdout + legacy.stderr).toBe("");
   }, 180_000);
+
+  it("ships the licence and the docs the README points to, and no build leftovers", () => {
+    const installed = join(app, "node_modules", "scriptbox");
+    expect(readFileSync(join(installed, "LICENSE"), "utf8")).toMatch(/^MIT License/);
+    for (const doc of ["architecture.md", "limits.md", "host-modules.md", "network.md", "packages.md"]) expect(existsSync(join(installed, "docs", doc)), doc).toBe(true);
+    expect(existsSync(join(installed, "dist", "examples"))).toBe(false);
+    expect(existsSync(join(installed, "dist", "leftover.js"))).toBe(false);
+    const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as { engines: { node: string } };
+    // undici 7 needs 20.18.1.
+    expect(manifest.engines.node).toBe(">=20.18.1");
+  });
 
   it("npx scriptbox run runs a script file", () => {
     writeFileSync(join(app, "job.ts"), `export default (input: { who: string }) => \`hello \${input.who}\`;\n`);
