@@ -10,6 +10,8 @@ import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from "
 import { availableParallelism } from "node:os";
 import { randomFill } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { compiledEngineModule } from "./engine/wasm-binary.js";
 import { CALL_POLL_MS, readCallAnswerMessage, requestMessage, type ActivationRequest, type WorkerInit, type WorkerMessage, type WorkerModules, type WorkerRequest } from "./protocol.js";
 import type { LogEntry } from "./types.js";
@@ -27,6 +29,27 @@ import { messageOfThrown } from "./thrown-values.js";
 import { ThrottledWarning } from "./throttled-warning.js";
 import { BURST_EXTRA_MAX } from "./worker/warm-pool.js";
 import { describeOption } from "./limits.js";
+
+/** The worker threads' code: one file (scripts/build.mjs bundles the worker's modules), next to this one. */
+const WORKER_ENTRY = new URL("./worker/entry.bundle.js", import.meta.url);
+let workerEntryFound = false;
+
+/**
+ * Throws a clear error when the worker's file is not where this module expects it. That
+ * happens when an app bundles scriptbox into its own file (esbuild, webpack, Next.js): this
+ * code moves, the worker's file does not. Every worker then failed to start, and each run
+ * ended "evicted … safe to retry" after its sixth lost worker (found by a review).
+ */
+function checkWorkerEntry(): void {
+  if (workerEntryFound) return;
+  const path = WORKER_ENTRY.protocol === "file:" ? fileURLToPath(WORKER_ENTRY) : null;
+  if (path !== null && !existsSync(path)) {
+    throw new Error(
+      `scriptbox cannot start its worker threads: their code, ${path}, is not there. scriptbox starts them from that file, which ships next to its own code in the installed package; a bundle of your app that includes scriptbox moves its code away from the file. Keep scriptbox out of the bundle (esbuild: --external:scriptbox or --packages=external; webpack: externals; Next.js: serverExternalPackages: ["scriptbox"]).`,
+    );
+  }
+  workerEntryFound = true;
+}
 
 /** "onLog threw" warnings, for all sandboxes: at most one a second (see ThrottledWarning). */
 const onLogThrew = new ThrottledWarning();
@@ -332,7 +355,7 @@ export class WorkerConnection {
     if (demoted) startThreadPoolHere();
     // One file (scripts/build.mjs bundles the worker's ~60 modules): loading them one by one cost ~100 ms.
     const startWorker = () =>
-      new Worker(new URL("./worker/entry.bundle.js", import.meta.url), {
+      new Worker(WORKER_ENTRY, {
         workerData: init,
         transferList: [port2],
         resourceLimits: { stackSizeMb: WORKER_STACK_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
@@ -879,6 +902,7 @@ export class WorkerPool {
   );
 
   constructor(options: Partial<PoolOptions> = {}) {
+    checkWorkerEntry();
     this.options = resolvePoolOptions(options, defaultPoolOptions());
   }
 
@@ -1481,5 +1505,9 @@ export function configurePool(options: Partial<PoolOptions> = {}): PoolOptions {
  * The promise settles once every shared worker is ready; awaiting it is optional.
  */
 export function warmPool(): Promise<void> {
-  return sharedPool().warmUp();
+  try {
+    return sharedPool().warmUp();
+  } catch (error) {
+    return Promise.reject(error); // a promise either way (checkWorkerEntry)
+  }
 }

@@ -161,6 +161,26 @@ await sandbox.dispose();\n`,
     expect(manifest.engines.node).toBe(">=20.18.1");
   });
 
+  it("bundled into the app's own file, it refuses at once with a message that says to keep it external (not 'evicted' runs)", () => {
+    writeFileSync(
+      join(app, "bundled.mjs"),
+      `import { createSandbox, warmPool } from "scriptbox";
+for (const [name, start] of [["warmPool", () => warmPool()], ["createSandbox", () => createSandbox()]]) {
+  try { await start(); console.log(name + " resolved"); } catch (error) { console.log(name + " rejected: " + error.message); }
+}\n`,
+    );
+    const peers = ["better-sqlite3", "fastify", "@fastify/formbody", "graphql", "bullmq", "esbuild"].map((name) => `--external:${name}`);
+    const built = run(join(app, "node_modules", ".bin", "esbuild"), ["bundled.mjs", "--bundle", "--platform=node", "--format=esm", "--outfile=out/server.mjs", "--log-level=error", ...peers]);
+    expect(built.stdout + built.stderr).toBe("");
+    const out = run(process.execPath, ["out/server.mjs"]);
+    const refusal = `scriptbox cannot start its worker threads: their code, ${join(app, "out", "worker", "entry.bundle.js")}, is not there.`;
+    const lines = out.stdout.trim().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]!.startsWith(`warmPool rejected: ${refusal}`), lines[0]).toBe(true);
+    expect(lines[1]!.startsWith(`createSandbox rejected: ${refusal}`), lines[1]).toBe(true);
+    expect(out.stdout).toContain("Keep scriptbox out of the bundle (esbuild: --external:scriptbox or --packages=external");
+  }, 60_000);
+
   it("npx scriptbox run runs a script file", () => {
     writeFileSync(join(app, "job.ts"), `export default (input: { who: string }) => \`hello \${input.who}\`;\n`);
     const out = run("npx", ["--no-install", "scriptbox", "run", "job.ts", "--input", `{"who":"app"}`]);
