@@ -307,7 +307,20 @@ export class WorkerConnection {
    * Sandboxes made with createSandbox living here (Sandbox registers them): they keep
    * state (plugins) in the worker, which terminating it for a withdrawn entry would lose.
    */
-  statefulSandboxes = 0;
+  readonly statefulSandboxIds = new Set<number>();
+
+  get statefulSandboxes(): number {
+    return this.statefulSandboxIds.size;
+  }
+
+  /**
+   * Whether a createSandbox sandbox's guest holds this worker (isHeld): never demoted nor
+   * moved (its state lives here), so the line of one-shot runs may go to an overflow
+   * worker past it (WorkerPool.lineRoom).
+   */
+  heldByStateful(nowEpochMs: number): boolean {
+    return this.isHeld(nowEpochMs) && this.statefulSandboxIds.has(this.watchdog[WATCHDOG_FIELDS.sandboxId]!);
+  }
   private nextId = 1;
   /** Runs, loads and calls sent and not answered yet: the queue placement compares. */
   activations = 0;
@@ -721,7 +734,8 @@ export class WorkerConnection {
     if (!warmingUp && nowEpochMs - this.watched.seenAt >= MOVE_QUEUED_AFTER_MS && this.movable.size > 0) {
       // A run of a demoted script moves to a demoted worker even where no other has room.
       const roomElsewhere = this.pool.hasRoomElsewhere(this, nowEpochMs);
-      const roomForOneShot = roomElsewhere && this.pool.hasRoomElsewhere(this, nowEpochMs, false);
+      // A one-shot run moves back to its line, which may send it to an overflow worker.
+      const roomForOneShot = (roomElsewhere && this.pool.hasRoomElsewhere(this, nowEpochMs, false)) || (!this.dedicated && !this.demoted && !this.probation && this.pool.lineHasOverflowRoom(nowEpochMs));
       for (const move of [...this.movable]) move(roomElsewhere, roomForOneShot);
     }
     if (this.watched.heldBy !== undefined) {
@@ -877,7 +891,7 @@ export class WorkerPool {
   options: PoolOptions;
   /** One-shot runs waiting for room on a shared worker (host/run-admission.ts). */
   readonly runAdmission = new RunAdmission(
-    () => this.roomForRuns(this.shared, this.options.sharedWorkers),
+    () => this.lineRoom(),
     // A run waits: the watchdog's tick re-checks the room (a worker's queued run started,
     // a long guest ended) even if no worker has a request in flight.
     () => this.watch(),
@@ -1165,7 +1179,16 @@ export class WorkerPool {
       // took its share of ordinary sandboxes and never became idle enough to end (review).
       const now = performance.timeOrigin + performance.now();
       const perWorker = this.options.queuedRunsPerWorker;
-      const withRoom = forLine && perWorker > 0 ? this.shared.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0) : [];
+      let withRoom = forLine && perWorker > 0 ? this.shared.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0) : [];
+      if (forLine && perWorker > 0 && withRoom.length === 0 && this.everySharedHeld(now)) {
+        // The line admitted this run to an overflow worker (lineRoom): one with room, or a new one.
+        withRoom = this.overflow.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0);
+        if (withRoom.length === 0 && this.overflowAlive.size < this.options.overflowWorkers) {
+          const started = this.startOverflow();
+          started.sandboxCount++;
+          return started;
+        }
+      }
       const overflowOffered = !forLine && this.overflow.length > 0 && this.shared.every((candidate) => candidate.isHeld(now));
       const candidates = withRoom.length > 0 ? withRoom : overflowOffered ? [...this.shared, ...this.overflow] : this.shared;
       const start = this.nextShared++ % candidates.length;
@@ -1268,6 +1291,38 @@ export class WorkerPool {
   }
 
   /** How many more one-shot runs `workers` (at most `count` of them) can take now: see RunAdmission. */
+  /**
+   * Room for the line of one-shot runs: the shared workers' and, while every shared worker
+   * is held by a createSandbox sandbox's guest, the overflow workers' (those alive, and those that may still start,
+   * up to overflowWorkers). Without the overflow workers, two createSandbox sandboxes
+   * spinning at a 1 s CPU limit (never demoted: their state lives in their worker) let 7
+   * runScript runs through in 8 s, each after ~1 s (a review, 2026-12-02).
+   */
+  private lineRoom(): number {
+    const room = this.roomForRuns(this.shared, this.options.sharedWorkers);
+    const now = performance.timeOrigin + performance.now();
+    if (room > 0 || !this.everySharedHeld(now)) return room;
+    const perWorker = this.options.queuedRunsPerWorker;
+    let overflowRoom = perWorker * Math.max(0, this.options.overflowWorkers - this.overflowAlive.size);
+    for (const connection of this.overflow) overflowRoom += connection.roomForRuns(now, perWorker);
+    return overflowRoom;
+  }
+
+  /**
+   * Whether all the shared workers have started and each is held by the guest of a
+   * createSandbox sandbox (a run sent to one would wait for it, and nothing moves it). One
+   * held by a one-shot run is left to demotion and probation, which move that run instead.
+   */
+  private everySharedHeld(nowEpochMs: number): boolean {
+    return this.shared.length >= this.options.sharedWorkers && this.shared.length > 0 && this.shared.every((connection) => connection.heldByStateful(nowEpochMs));
+  }
+
+  /** Whether a one-shot run moving back to its line would find room there on an overflow worker (lineRoom). */
+  lineHasOverflowRoom(nowEpochMs: number): boolean {
+    if (this.options.queuedRunsPerWorker === 0 || !this.everySharedHeld(nowEpochMs)) return false;
+    return this.overflowAlive.size < this.options.overflowWorkers || this.overflow.some((connection) => connection.roomForRuns(nowEpochMs, this.options.queuedRunsPerWorker) > 0);
+  }
+
   private roomForRuns(workers: WorkerConnection[], count: number): number {
     const perWorker = this.options.queuedRunsPerWorker;
     if (perWorker === 0) return Infinity;

@@ -268,7 +268,7 @@ export class Sandbox {
     }
     connection.onLog(this.#id, this.#onLog);
     // A createSandbox sandbox keeps state (plugins) in its worker: see WorkerConnection.statefulSandboxes.
-    if (!this.#oneShot) connection.statefulSandboxes++;
+    if (!this.#oneShot) connection.statefulSandboxIds.add(this.#id);
     connection.onDisposed(this.#id, (reason) => this.#markDisposed(reason));
     // Later runs of a script that holds its worker for long go apart, even those already waiting.
     const demotionKey = this.#demotionKey;
@@ -335,7 +335,7 @@ export class Sandbox {
     connection.onLog(this.#id, null);
     connection.onDisposed(this.#id, null);
     connection.onHeld(this.#id, null);
-    if (!this.#oneShot) connection.statefulSandboxes--;
+    if (!this.#oneShot) connection.statefulSandboxIds.delete(this.#id);
   }
 
   #currentHome(): Promise<Home> {

@@ -4,7 +4,7 @@
 // Found by review: two sandboxes of one tenant spinning in `for (;;) {}` held both shared
 // workers of a 2-core machine, and every other createSandbox run waited ~2 CPU limits.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { configurePool, createSandbox, hostSync, poolStats, type Sandbox } from "scriptbox";
+import { configurePool, createSandbox, hostSync, poolStats, runScript, type Sandbox } from "scriptbox";
 
 /** A sandbox whose run spins until aborted, and a promise that resolves once it spins. */
 async function hog(): Promise<{ sandbox: Sandbox; controller: AbortController; running: Promise<unknown> }> {
@@ -24,6 +24,21 @@ async function holdBothSharedWorkers(overflowWorkers: number): Promise<Awaited<R
   opened.push(...hogs.map(({ sandbox }) => sandbox));
   await new Promise((resolve) => setTimeout(resolve, 100));
   return hogs;
+}
+
+/** With overflowWorkers: 0 and both shared workers held, the run `start` makes ends only after the hogs are stopped. */
+async function expectToWaitForTheHogs(start: () => Promise<unknown>): Promise<void> {
+  const [first, second] = await holdBothSharedWorkers(0);
+  const order: string[] = [];
+  const result = start().then((outcome) => (order.push("victim"), outcome));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  order.push("hogs stopped");
+  first!.controller.abort();
+  second!.controller.abort();
+  expect(await result).toMatchObject({ ok: true, value: "served" });
+  expect(order).toEqual(["hogs stopped", "victim"]);
+  expect(poolStats().overflow).toBe(0);
+  await Promise.all([first!.running, second!.running]);
 }
 
 const opened: Sandbox[] = [];
@@ -54,19 +69,11 @@ describe("overflow workers", () => {
   }, 60_000);
 
   it("with overflowWorkers: 0, such a sandbox waits for a held worker (as before)", async () => {
-    const [first, second] = await holdBothSharedWorkers(0);
-    const order: string[] = [];
-    const victim = await createSandbox();
-    opened.push(victim);
-    const result = victim.run("export default () => 'served'").then((outcome) => (order.push("victim"), outcome));
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    order.push("hogs stopped");
-    first.controller.abort();
-    second.controller.abort();
-    expect(await result).toMatchObject({ ok: true, value: "served" });
-    expect(order).toEqual(["hogs stopped", "victim"]);
-    expect(poolStats().overflow).toBe(0);
-    await Promise.all([first.running, second.running]);
+    await expectToWaitForTheHogs(async () => {
+      const victim = await createSandbox();
+      opened.push(victim);
+      return victim.run("export default () => 'served'");
+    });
   }, 60_000);
 
   it("once no shared worker is held, new sandboxes go to the shared workers: the overflow worker ends under steady light traffic", async () => {
@@ -123,6 +130,27 @@ describe("overflow workers", () => {
     for (const { controller } of hogs) controller.abort();
     await Promise.all(hogs.map(({ running }) => running));
     opened.push(...hogs.map(({ sandbox }) => sandbox));
+  }, 60_000);
+
+  it("runScript runs waiting in line while every shared worker is held go to an overflow worker too", async () => {
+    // Found by review: two spinning createSandbox sandboxes (never demoted: their state is in
+    // their worker) held both shared workers, and runScript got 7 runs through in 8 s.
+    const [first, second] = await holdBothSharedWorkers(1);
+    const order: string[] = [];
+    void first.running.then(() => order.push("hog"));
+    void second.running.then(() => order.push("hog"));
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => runScript("export default (n) => n * 2", { input: i })));
+    order.push("victims");
+    expect(results.map((result) => (result.ok ? result.value : result.error.message))).toEqual(Array.from({ length: 20 }, (_, i) => i * 2));
+    expect(order).toEqual(["victims"]);
+    expect(poolStats().overflow).toBe(1);
+    first.controller.abort();
+    second.controller.abort();
+    await Promise.all([first.running, second.running]);
+  }, 60_000);
+
+  it("with overflowWorkers: 0, runScript runs wait in line for a held worker (as before)", async () => {
+    await expectToWaitForTheHogs(() => runScript("export default () => 'served'"));
   }, 60_000);
 
   it("overflowWorkers is checked like the other pool options", () => {
