@@ -268,9 +268,11 @@ export class SandboxFetchTransport {
       throw limitError(`maxRequestHeaderBytes (${max} bytes) exceeded: the request's header fields, with secrets substituted, are larger`);
     }
     // A hop that sends a secret asks for the body uncompressed, whatever the script asked:
-    // see ExchangeRequest.identityOnly.
-    const sendsSecret = plan !== null && plan.carried.length > 0;
-    const headers = plan ? withoutCompression(plan.apply(), sendsSecret) : hop.headers;
+    // see ExchangeRequest.identityOnly. So does a hop, after one that carried a secret, to
+    // an origin that secret is bound to: a redirect there may carry the value in its URL
+    // (found by review: A redirects to https://B/cb?token=<value>, B echoes and gzips).
+    const sendsSecret = (plan !== null && plan.carried.length > 0) || mayCarryInUrl(carried, url.origin);
+    const headers = withoutCompression(plan ? plan.apply() : hop.headers, sendsSecret);
     if (plan) for (const secret of plan.carried) carried.add(secret);
     const request = {
       origin: "",
@@ -367,6 +369,12 @@ const DEFAULT_HEADERS: [string, string][] = [
   ["user-agent", "scriptbox"],
   ["accept-encoding", "gzip, deflate, br"], // decoded by contentDecoding.ts
 ];
+
+/** Whether a secret carried on an earlier hop is bound to `origin` (a server-chosen URL there may hold its value). */
+function mayCarryInUrl(carried: ReadonlySet<Secret>, origin: string): boolean {
+  for (const secret of carried) if (secret.origins.has(origin)) return true;
+  return false;
+}
 
 /** The headers with Accept-Encoding replaced by `identity` when `identityOnly` (a hop that sends a secret). */
 function withoutCompression(headers: [string, string][], identityOnly: boolean): [string, string][] {

@@ -266,6 +266,24 @@ describe("redaction: secret values never come back", () => {
     expect(JSON.parse(plain.text).headers["accept-encoding"]).toBe("gzip, deflate, br");
   });
 
+  test("a redirect that puts the value into a URL of another origin the secret is bound to: that hop asks for an uncompressed body too", async () => {
+    // Its request line carries the value, with no header secret: the hop rule alone missed it (review).
+    const t = transportFor(api, {
+      allow: [`127.0.0.1:${other.port}`],
+      secrets: { API_TOKEN: { value: TOKEN, origins: [api.origin, other.origin] } },
+    });
+    const token = t.secretPlaceholder("API_TOKEN");
+    const r = await fetchText(t, `${api.origin}/redirect-with-value?to=${encodeURIComponent(`${other.origin}/gzip`)}`, {
+      headers: [["authorization", `Bearer ${token}`], ["accept-encoding", "gzip"]],
+    });
+    expect(r.url).toBe(`${other.origin}/gzip?leak=${token}`);
+    expect(r.headers.find(([name]) => name === "content-encoding")).toBeUndefined();
+    const echoed = JSON.parse(r.text) as { url: string; headers: Record<string, string> };
+    expect(echoed.headers["accept-encoding"]).toBe("identity");
+    expect(echoed.headers["authorization"]).toBeUndefined(); // dropped on the cross-origin hop
+    expect(r.text).not.toContain(TOKEN);
+  });
+
   test("the status text and the final URL are redacted", async () => {
     const t = transport();
     const token = t.secretPlaceholder("API_TOKEN");
