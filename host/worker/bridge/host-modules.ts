@@ -172,6 +172,17 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
         handle.dispose();
       }
     }
+    if (!sync) {
+      // What the run's unanswered calls carry stays within its own memory limit: a script
+      // firing un-awaited 8 MiB calls at a slow function made the embedder hold ~2 GB.
+      // Checked before the call counts as an effect: refused, it never reached the embedder.
+      const inFlightMax = Math.max(limits.memoryBytes, limits.maxHostCallBytes);
+      if (activation.hostCallBytesInFlight + size > inFlightMax) {
+        throw new RangeError(
+          `limit: the arguments of the host calls waiting for an answer may carry at most memoryBytes (${formatBytes(inFlightMax)}); ${fn.label} would add ${size} bytes to ${activation.hostCallBytesInFlight}`,
+        );
+      }
+    }
     const channel = HostCallChannel.current();
     if (!channel) throw new BridgeArgumentError("host calls need the sandbox's worker");
     // The embedder's function is about to run: a run that loses its worker after this
@@ -204,14 +215,6 @@ export function hostModuleFunctions(realm: Realm): BridgeFunctions {
     hostCall(idHandle, jsonHandle, buffersHandle, onSettleHandle) {
       const call = prepareCall(idHandle, jsonHandle, buffersHandle, false);
       const { activation, channel, label, bytes } = call;
-      // What the script's unanswered calls carry stays within its own memory limit: a script
-      // firing un-awaited 8 MiB calls at a slow function made the embedder hold ~2 GB.
-      const inFlightMax = Math.max(activation.limits.memoryBytes, activation.limits.maxHostCallBytes);
-      if (activation.hostCallBytesInFlight + bytes > inFlightMax) {
-        throw new RangeError(
-          `limit: the arguments of the host calls waiting for an answer may carry at most memoryBytes (${formatBytes(inFlightMax)}); ${label} would add ${bytes} bytes to ${activation.hostCallBytesInFlight}`,
-        );
-      }
       const onSettle = realm.own(functionArg(ctx, onSettleHandle, "onSettle"));
       activation.hostCallBytesInFlight += bytes;
       let settled = false;
