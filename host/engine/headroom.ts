@@ -12,13 +12,16 @@ const SLACK_BYTES = 256 * 1024; // QuickJS's own bookkeeping around the copy
 
 export function canAllocate(engine: EngineInstance, stagingBytes: number, engineBytes: number, slackBytes = SLACK_BYTES): boolean {
   const heap = moduleHeap(engine.module);
-  const staging = heap._malloc(stagingBytes + 8);
-  if (staging === 0) return false;
-  const copy = heap._malloc(engineBytes + slackBytes);
-  heap._free(staging);
-  if (copy === 0) return false;
-  heap._free(copy);
-  return true;
+  // A probe that fails is not the script's failed allocation (EngineInstance.failedGrowths).
+  return engine.probe(() => {
+    const staging = heap._malloc(stagingBytes + 8);
+    if (staging === 0) return false;
+    const copy = heap._malloc(engineBytes + slackBytes);
+    heap._free(staging);
+    if (copy === 0) return false;
+    heap._free(copy);
+    return true;
+  });
 }
 
 /**
@@ -29,10 +32,12 @@ export function canAllocate(engine: EngineInstance, stagingBytes: number, engine
  */
 function canStage(engine: EngineInstance, bytes: number): boolean {
   const heap = moduleHeap(engine.module);
-  const staging = heap._malloc(bytes + 8);
-  if (staging === 0) return false;
-  heap._free(staging);
-  return true;
+  return engine.probe(() => {
+    const staging = heap._malloc(bytes + 8);
+    if (staging === 0) return false;
+    heap._free(staging);
+    return true;
+  });
 }
 
 /** Bytes of an ArrayBuffer: staged once, copied once by QuickJS. */

@@ -22,34 +22,60 @@ export interface EngineInstance {
   /** Loads guest library code as bytecode (bytecode.ts); null when this engine build cannot. */
   readonly bytecode: BytecodeFunctions | null;
   /**
-   * How many times the engine asked for more memory and was refused (the cap). At the cap
+   * How many times the engine needed more memory and could not get it (the cap). At the cap
    * QuickJS may throw `null` (no room even for its "out of memory" error), and by the time
    * the host sees that `null` the unwound frames have freed their memory, so a probe of
-   * the heap cannot tell it from a script's own `throw null`; a refusal since the
-   * activation began can (Realm.failWithGuestError).
+   * the heap cannot tell it from a script's own `throw null`; a failure since the
+   * activation began can (Realm.failWithGuestError). The host's own headroom probes
+   * (probe) do not count.
    */
-  readonly growthRefusals: () => number;
+  readonly failedGrowths: () => number;
+  /** Runs the host's malloc probe `fn` without counting its failed growths (headroom.ts). */
+  readonly probe: <T>(fn: () => T) => T;
 }
 
 /**
- * Counts refused growths of `memory`. emscripten's glue grows the heap from JavaScript,
- * through this very object's `grow` (its sbrk asks emscripten_resize_heap, which tries
- * 1.2x, 1.1x, then 1.05x the current size), so an own `grow` sees every attempt.
+ * Counts the failed growths of `memory`. emscripten's glue grows the heap from JavaScript,
+ * through this very object's `grow`: its emscripten_resize_heap tries 1.2x, 1.1x, then
+ * 1.05x the current size (each capped at 2 GiB, not at this memory's maximum) and stops at
+ * the first that works. So a refused attempt alone is no failure (near the cap the 1.2x
+ * one is refused and the 1.1x one works); three refused in a row at the same size are.
  */
-function countGrowthRefusals(memory: WebAssembly.Memory): () => number {
-  let refusals = 0;
+function countFailedGrowths(memory: WebAssembly.Memory): { failedGrowths: () => number; probe: <T>(fn: () => T) => T } {
+  let failures = 0;
+  let refusedInARow = 0;
+  let refusedAtBytes = -1;
+  let probing = 0;
   const grow = WebAssembly.Memory.prototype.grow;
   Object.defineProperty(memory, "grow", {
     value(this: WebAssembly.Memory, pages: number): number {
+      const bytes = this.buffer.byteLength;
       try {
-        return grow.call(this, pages);
+        const previous = grow.call(this, pages);
+        refusedInARow = 0;
+        return previous;
       } catch (error) {
-        refusals++;
+        if (bytes !== refusedAtBytes) refusedInARow = 0;
+        refusedAtBytes = bytes;
+        if (++refusedInARow === 3) {
+          refusedInARow = 0;
+          if (probing === 0) failures++;
+        }
         throw error;
       }
     },
   });
-  return () => refusals;
+  return {
+    failedGrowths: () => failures,
+    probe<T>(fn: () => T): T {
+      probing++;
+      try {
+        return fn();
+      } finally {
+        probing--;
+      }
+    },
+  };
 }
 
 /** The variant packages ship CommonJS typings for an ES module: take the default export either way. */
@@ -70,7 +96,7 @@ async function loadVariant(name: EngineVariantName): Promise<QuickJSSyncVariant>
 export async function createEngineInstance(memoryLimitBytes: number, variantName: EngineVariantName = "release"): Promise<EngineInstance> {
   const maximumPages = Math.floor(memoryLimitBytes / WASM_PAGE);
   const memory = new WebAssembly.Memory({ initial: ENGINE_INITIAL_MEMORY_BYTES / WASM_PAGE, maximum: maximumPages });
-  const growthRefusals = countGrowthRefusals(memory);
+  const growth = countFailedGrowths(memory);
   const compiled = compiledEngineModule(variantName);
   let table: WebAssembly.Table | undefined;
   let instantiated: WebAssembly.Instance | undefined;
@@ -91,5 +117,5 @@ export async function createEngineInstance(memoryLimitBytes: number, variantName
   const module = await newQuickJSWASMModuleFromVariant(variant);
   if (!table || !instantiated) throw new Error("engine: the patched wasm did not export its function table");
   const bytecode = bytecodeFunctions(instantiated, compiled, module);
-  return { module, memory, table, memoryLimitBytes: maximumPages * WASM_PAGE, variant: variantName, bytecode, growthRefusals };
+  return { module, memory, table, memoryLimitBytes: maximumPages * WASM_PAGE, variant: variantName, bytecode, failedGrowths: growth.failedGrowths, probe: growth.probe };
 }

@@ -101,8 +101,8 @@ export class Realm {
   /** Handles the realm owns until it is disposed (plugin namespace, pending fetch deferreds, …). */
   private readonly owned = new Set<{ dispose(): void; alive: boolean }>();
   activation: Activation | null = null;
-  /** The engine's refused memory growths when the current activation began (see failWithGuestError). */
-  #growthRefusalsAtStart = 0;
+  /** The engine's failed memory growths when the current activation began (see failWithGuestError). */
+  #failedGrowthsAtStart = 0;
   private main: { promise: QuickJSHandle; bits: bigint; then: Continuation } | null = null;
   private mainDone = false;
   private result: Captured | undefined;
@@ -519,7 +519,7 @@ export class Realm {
     const config = this.services.config();
     const activation = new Activation(kind, config.limits, config.streamLogs ? (entry) => this.services.emitLog(entry) : null, control);
     this.activation = activation;
-    this.#growthRefusalsAtStart = this.services.engine.growthRefusals();
+    this.#failedGrowthsAtStart = this.services.engine.failedGrowths();
     // An abort that arrives while the activation waits (timers, fetches) ends it at once;
     // one that arrives while guest code runs is seen by the interrupt handler instead.
     control.setAborter(() => {
@@ -898,12 +898,12 @@ export class Realm {
     }
     // At the memory cap QuickJS cannot even allocate its "out of memory" error and throws
     // null instead: an uncaught null is the memory limit, not `Uncaught null`, when the
-    // engine was refused memory during this activation or has no room left. (The room alone
+    // engine failed to get memory during this activation or has no room left. (The room alone
     // was not enough: by now the unwound frames have freed what filled the heap, and
     // `for (;;) a.push({})` ended as a script error, "Uncaught null".)
     if (
       this.context.sameValue(error, this.context.null) &&
-      (this.services.engine.growthRefusals() !== this.#growthRefusalsAtStart || !canAllocate(this.services.engine, OOM_PROBE_BYTES, OOM_PROBE_BYTES))
+      (this.services.engine.failedGrowths() !== this.#failedGrowthsAtStart || !canAllocate(this.services.engine, OOM_PROBE_BYTES, OOM_PROBE_BYTES))
     ) {
       error.dispose();
       return activation.failLimit("memory", `${activation.memoryLimitMessage()}: out of memory`);

@@ -4,6 +4,7 @@
 // instance cannot go on) says it was disposed, and the next createSandbox works.
 import { describe, expect, it } from "vitest";
 import { configurePool, createSandbox, DEFAULT_LIMITS, runScript, SandboxDisposedError, type RunResult, type Sandbox } from "scriptbox";
+import { createEngineInstance } from "../../dist/host/engine/instance.js";
 
 function failure(result: RunResult) {
   expect(result.ok).toBe(false);
@@ -70,6 +71,29 @@ describe("defaults", () => {
 });
 
 describe("memoryBytes", () => {
+  it("the engine counts a growth as failed only when all of emscripten's attempts were refused, and not in the host's probes", async () => {
+    const engine = await createEngineInstance(32 * 1024 * 1024);
+    const tooMany = 1024; // pages: 64 MiB more than the cap
+    const refused = () => expect(() => engine.memory.grow(tooMany)).toThrow(RangeError);
+    // One refused attempt, then one that works: what emscripten does near the cap (1.2x, then 1.1x).
+    refused();
+    engine.memory.grow(1);
+    refused();
+    refused();
+    engine.memory.grow(1);
+    expect(engine.failedGrowths()).toBe(0);
+    refused();
+    refused();
+    refused();
+    expect(engine.failedGrowths()).toBe(1);
+    engine.probe(() => {
+      refused();
+      refused();
+      refused();
+    });
+    expect(engine.failedGrowths()).toBe(1);
+  });
+
   it("small allocations that fill the heap end with kind memory, not 'Uncaught null', however the heap filled", async () => {
     // At the cap QuickJS throws null (no room for its error); by the time the host looks,
     // the unwound frames have freed the heap. Found by two hostile reviews.
