@@ -329,7 +329,7 @@ export class WorkerConnection {
    * of sandboxes that hold no state in this worker); each callback tries to withdraw its
    * run and send it elsewhere. Registered and removed by host/sandbox.ts.
    */
-  /** Queued runs that may move (Sandbox#movableWhileQueued), told where there is room: `forOneShot` leaves overflow workers out. */
+  /** Queued runs that may move (Sandbox#movableWhileQueued), told where there is room: `roomForOneShot` is where a one-shot run's line could send it. */
   readonly movable = new Set<(roomElsewhere: boolean, roomForOneShot: boolean) => void>();
   sandboxCount = 0;
   lost: WorkerLostError | null = null;
@@ -1174,15 +1174,16 @@ export class WorkerPool {
     } else {
       // Least queued work; ties go round-robin, so sandboxes created one after another
       // land on different workers while each refills its warm pool. One-shot runs from the
-      // line go to the shared workers only (they have the line and demotion instead), and
-      // so do the others while a shared worker is free: offered always, an overflow worker
-      // took its share of ordinary sandboxes and never became idle enough to end (review).
+      // line go to the shared workers, and to overflow workers only while every shared one
+      // is held by a guest nothing moves (lineRoom); the others go to the shared workers
+      // while one is free: offered always, an overflow worker took its share of ordinary
+      // sandboxes and never became idle enough to end (review).
       const now = performance.timeOrigin + performance.now();
       const perWorker = this.options.queuedRunsPerWorker;
       let withRoom = forLine && perWorker > 0 ? this.shared.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0) : [];
       if (forLine && perWorker > 0 && withRoom.length === 0 && this.everySharedHeld(now)) {
         // The line admitted this run to an overflow worker (lineRoom): one with room, or a new one.
-        withRoom = this.overflow.filter((candidate) => candidate.roomForRuns(now, perWorker) > 0);
+        withRoom = this.overflow.filter((candidate) => this.overflowRoom(candidate, now) > 0);
         if (withRoom.length === 0 && this.overflowAlive.size < this.options.overflowWorkers) {
           const started = this.startOverflow();
           started.sandboxCount++;
@@ -1290,13 +1291,13 @@ export class WorkerPool {
     if (this.demotedIsolated.idleCount > 0) this.scheduleDemotedRetirement();
   }
 
-  /** How many more one-shot runs `workers` (at most `count` of them) can take now: see RunAdmission. */
   /**
    * Room for the line of one-shot runs: the shared workers' and, while every shared worker
-   * is held by a createSandbox sandbox's guest, the overflow workers' (those alive, and those that may still start,
-   * up to overflowWorkers). Without the overflow workers, two createSandbox sandboxes
-   * spinning at a 1 s CPU limit (never demoted: their state lives in their worker) let 7
-   * runScript runs through in 8 s, each after ~1 s (a review, 2026-12-02).
+   * is held by a guest nothing moves (everySharedHeld), the overflow workers' (those alive,
+   * and those that may still start, up to overflowWorkers). Without the overflow workers,
+   * two createSandbox sandboxes spinning at a 1 s CPU limit (never demoted: their state
+   * lives in their worker) let 7 runScript runs through in 8 s, each after ~1 s (a review,
+   * 2026-12-02).
    */
   private lineRoom(): number {
     const room = this.roomForRuns(this.shared, this.options.sharedWorkers);
@@ -1304,23 +1305,35 @@ export class WorkerPool {
     if (room > 0 || !this.everySharedHeld(now)) return room;
     const perWorker = this.options.queuedRunsPerWorker;
     let overflowRoom = perWorker * Math.max(0, this.options.overflowWorkers - this.overflowAlive.size);
-    for (const connection of this.overflow) overflowRoom += connection.roomForRuns(now, perWorker);
+    for (const connection of this.overflow) overflowRoom += this.overflowRoom(connection, now);
     return overflowRoom;
   }
 
   /**
-   * Whether all the shared workers have started and each is held by the guest of a
-   * createSandbox sandbox (a run sent to one would wait for it, and nothing moves it). One
-   * held by a one-shot run is left to demotion and probation, which move that run instead.
+   * An overflow worker's room for runs from the line. Its sandboxes count as well as the runs
+   * sent there: the runs a wake admits all pick their worker before any is sent, and a burst
+   * of 8 went to one new overflow worker, past queuedRunsPerWorker (review).
+   */
+  private overflowRoom(connection: WorkerConnection, nowEpochMs: number): number {
+    const perWorker = this.options.queuedRunsPerWorker;
+    return Math.min(connection.roomForRuns(nowEpochMs, perWorker), Math.max(0, perWorker - connection.sandboxCount));
+  }
+
+  /**
+   * Whether all the shared workers have started and each is held by a guest nothing moves:
+   * a createSandbox sandbox's (a run sent to one would wait for it). One held by a one-shot
+   * run is left to demotion and probation, which move that run instead, while demotion is on.
    */
   private everySharedHeld(nowEpochMs: number): boolean {
-    return this.shared.length >= this.options.sharedWorkers && this.shared.length > 0 && this.shared.every((connection) => connection.heldByStateful(nowEpochMs));
+    // Without demotion (no per-thread CPU clock, or demotedWorkers 0) nothing moves a one-shot hog either.
+    const held = (connection: WorkerConnection) => (this.demotionOn ? connection.heldByStateful(nowEpochMs) : connection.isHeld(nowEpochMs));
+    return this.shared.length >= this.options.sharedWorkers && this.shared.length > 0 && this.shared.every(held);
   }
 
   /** Whether a one-shot run moving back to its line would find room there on an overflow worker (lineRoom). */
   lineHasOverflowRoom(nowEpochMs: number): boolean {
     if (this.options.queuedRunsPerWorker === 0 || !this.everySharedHeld(nowEpochMs)) return false;
-    return this.overflowAlive.size < this.options.overflowWorkers || this.overflow.some((connection) => connection.roomForRuns(nowEpochMs, this.options.queuedRunsPerWorker) > 0);
+    return this.overflowAlive.size < this.options.overflowWorkers || this.overflow.some((connection) => this.overflowRoom(connection, nowEpochMs) > 0);
   }
 
   private roomForRuns(workers: WorkerConnection[], count: number): number {
@@ -1358,8 +1371,8 @@ export class WorkerPool {
 
   /**
    * Whether a run queued on `connection` would wait for less on another shared worker;
-   * `overflow`: whether an overflow worker counts (not for one-shot runs, which never go
-   * to one: acquireShared(forLine)).
+   * `overflow`: whether an overflow worker counts (not for one-shot runs, which go to one
+   * only through their line: lineHasOverflowRoom, acquireShared(forLine)).
    */
   hasRoomElsewhere(connection: WorkerConnection, nowEpochMs: number, overflow = true): boolean {
     // A demoted run stays among the demoted workers (moving it to an ordinary one would undo its demotion).

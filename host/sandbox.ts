@@ -646,7 +646,8 @@ export class Sandbox {
     let move!: (roomElsewhere: boolean, roomForOneShot: boolean) => void;
     const promise = new Promise<"moved">((resolve) => {
       move = (roomElsewhere, roomForOneShot) => {
-        // A one-shot run never goes to an overflow worker (the line holds it instead).
+        // A one-shot run goes back to its line, which sends it to an overflow worker only
+        // while every shared worker is held by a guest nothing moves (WorkerPool.lineRoom).
         const room = this.#oneShot ? roomForOneShot : roomElsewhere;
         // A run of a script demoted since it was sent goes to a demoted worker (#findHome).
         if (!room && (home.connection.demoted || !this.#isDemoted())) return;

@@ -257,7 +257,7 @@ describe.concurrent("scriptbox run: scriptbox.config.json", () => {
 describe.concurrent("scriptbox run: usage errors name the flag and the user's units", () => {
   const cases: [string[], RegExp][] = [
     [["--memory", "10mb"], /^scriptbox: --memory 10mb is below the 24mb minimum$/],
-    [["--memory", "5gb"], /^scriptbox: --memory 5gb is above the 3.99gb maximum$/],
+    [["--memory", "5gb"], /^scriptbox: --memory 5gb is above the 2gb maximum$/],
     [["--stack", "2mb"], /^scriptbox: --stack 2mb is above the 1mb maximum$/],
     [["--timeout", "0"], /^scriptbox: --timeout 0 is below the 1 minimum$/],
     [["--cpu-time", "2 parsecs"], /^scriptbox: --cpu-time 2 parsecs: expected a duration in ms, or with a unit: 500ms, 2s, 1\.5m$/],

@@ -210,8 +210,11 @@ describe("another thread's CPU clock", () => {
   });
 
   it.skipIf(!onLinux)("reading it after the thread exited returns its last figure instead of throwing (the watchdog reads it on a timer)", async () => {
+    // The thread waits to be told to end: under load it once ended before the clock was
+    // opened, and the clock fell back to wall time (isCpu false; fresh-clone CI run).
     const worker = new Worker(`const { readlinkSync } = require("node:fs"); const { parentPort } = require("node:worker_threads");
       let x = 0; for (let i = 0; i < 2e7; i++) x += i;
+      parentPort.once("message", () => process.exit(0));
       parentPort.postMessage(Number(readlinkSync("/proc/thread-self").split("/").pop()));`, { eval: true });
     const id = await new Promise<number>((resolve, reject) => {
       worker.once("message", resolve);
@@ -222,7 +225,9 @@ describe("another thread's CPU clock", () => {
       expect(clock.isCpu).toBe(true);
       const alive = clock.nowNs();
       expect(alive).toBeGreaterThan(0);
-      await new Promise((resolve) => worker.once("exit", resolve));
+      const exited = new Promise((resolve) => worker.once("exit", resolve));
+      worker.postMessage("end");
+      await exited;
       expect(() => clock.nowNs()).not.toThrow();
       expect(clock.nowNs()).toBeGreaterThanOrEqual(alive);
     } finally {

@@ -149,6 +149,41 @@ describe("overflow workers", () => {
     await Promise.all([first.running, second.running]);
   }, 60_000);
 
+  it("a burst from the line spreads over the overflow workers, at most queuedRunsPerWorker each", async () => {
+    // A review saw 8 runs all pick one new overflow worker before any was sent there.
+    const [first, second] = await holdBothSharedWorkers(2);
+    const runs = Array.from({ length: 8 }, (_, i) => runScript("export default async (n) => { await new Promise((r) => setTimeout(r, 400)); return n }", { input: i }));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const stats = poolStats();
+    expect(stats.overflow).toBe(2);
+    expect(stats.inFlightPerOverflowWorker.every((count) => count <= 4)).toBe(true);
+    expect(stats.inFlightPerOverflowWorker.reduce((sum, count) => sum + count, 0)).toBe(8);
+    expect((await Promise.all(runs)).map((result) => (result.ok ? result.value : result.error.message))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    first.controller.abort();
+    second.controller.abort();
+    await Promise.all([first.running, second.running]);
+  }, 60_000);
+
+  it("with demotion off, a runScript run that holds the only shared worker sends the line to an overflow worker too", async () => {
+    // Nothing moves a one-shot hog without demotion (demotedWorkers 0, or no per-thread CPU clock).
+    configurePool({ sharedWorkers: 1, overflowWorkers: 1, demotedWorkers: 0 });
+    let looping: () => void = () => {};
+    const inLoop = new Promise<void>((resolve) => (looping = resolve));
+    const controller = new AbortController();
+    const hogRun = runScript("import { looping } from 'probe'; export default () => { looping(); for (;;) {} }", {
+      limits: { cpuTimeMs: 30_000, wallTimeMs: 60_000 },
+      modules: { probe: { looping: hostSync(() => looping()) } },
+      signal: controller.signal,
+    });
+    await inLoop;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => runScript("export default (n) => n + 1", { input: i })));
+    expect(results.map((result) => (result.ok ? result.value : result.error.message))).toEqual([1, 2, 3, 4, 5]);
+    expect(poolStats().overflow).toBe(1);
+    controller.abort();
+    expect((await hogRun).ok).toBe(false);
+  }, 60_000);
+
   it("with overflowWorkers: 0, runScript runs wait in line for a held worker (as before)", async () => {
     await expectToWaitForTheHogs(() => runScript("export default () => 'served'"));
   }, 60_000);
