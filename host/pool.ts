@@ -314,6 +314,18 @@ export class WorkerConnection {
   }
 
   /**
+   * Runs from the line that picked this worker (acquireShared) and are not sent yet (each
+   * send from the line takes one off). A picked run released unsent leaves one behind, so
+   * the count is read no higher than the one-shot sandboxes still here (linePicksUnsent).
+   */
+  linePicks = 0;
+
+  linePicksUnsent(): number {
+    this.linePicks = Math.min(this.linePicks, Math.max(0, this.sandboxCount - this.statefulSandboxes));
+    return this.linePicks;
+  }
+
+  /**
    * Whether a createSandbox sandbox's guest holds this worker (isHeld): never demoted nor
    * moved (its state lives here), so the line of one-shot runs may go to an overflow
    * worker past it (WorkerPool.lineRoom).
@@ -404,6 +416,7 @@ export class WorkerConnection {
     const slot = this.lost ? NO_SLOT : this.slots.allocate();
     // Slots are given back when the reply settles (or the worker is lost): forgotten then too.
     if (fromLine && slot !== NO_SLOT) this.lineSlots.add(slot);
+    if (fromLine && this.linePicks > 0) this.linePicks--;
     return { slot, reply: this.send<T>({ ...request, slot }, slot) };
   }
 
@@ -834,6 +847,11 @@ export class WorkerConnection {
   }
 }
 
+/** The worker with the least queued work (the first of equals), or undefined for none. */
+function leastQueued(workers: WorkerConnection[], nowEpochMs: number): WorkerConnection | undefined {
+  return workers.reduce<WorkerConnection | undefined>((best, candidate) => (best === undefined || candidate.queuedWork(nowEpochMs) < best.queuedWork(nowEpochMs) ? candidate : best), undefined);
+}
+
 export class WorkerPool {
   private readonly shared: WorkerConnection[] = [];
   /**
@@ -1037,13 +1055,11 @@ export class WorkerPool {
     this.startProbationWorkers();
     const now = performance.timeOrigin + performance.now();
     const perWorker = this.options.queuedRunsPerWorker;
-    const leastQueued = (workers: WorkerConnection[]) =>
-      workers.reduce<WorkerConnection | undefined>((best, candidate) => (best === undefined || candidate.queuedWork(now) < best.queuedWork(now) ? candidate : best), undefined);
-    let connection = leastQueued(this.probation.filter((candidate) => candidate.isReady && candidate.roomForRuns(now, perWorker) > 0));
+    let connection = leastQueued(this.probation.filter((candidate) => candidate.isReady && candidate.roomForRuns(now, perWorker) > 0), now);
     if (connection === undefined) {
       const sharedFree = this.runAdmission.waitingCount === 0 && this.roomForRuns(this.shared, this.options.sharedWorkers) > 0;
       if (sharedFree || this.probation.length === 0) return this.acquireShared(true);
-      connection = leastQueued(this.probation)!;
+      connection = leastQueued(this.probation, now)!;
     }
     connection.sandboxCount++;
     return connection;
@@ -1107,13 +1123,11 @@ export class WorkerPool {
     const now = performance.timeOrigin + performance.now();
     const perWorker = this.options.queuedRunsPerWorker;
     const hasRoom = (candidate: WorkerConnection) => perWorker === 0 || candidate.roomForRuns(now, perWorker) > 0;
-    const leastQueued = (workers: WorkerConnection[]) =>
-      workers.reduce<WorkerConnection | undefined>((best, candidate) => (best === undefined || candidate.queuedWork(now) < best.queuedWork(now) ? candidate : best), undefined);
-    let connection = leastQueued(this.demoted.filter(hasRoom));
+    let connection = leastQueued(this.demoted.filter(hasRoom), now);
     // A new one while fewer than demotedWorkersToCount run and none is free.
     if (this.demoted.length < this.demotedWorkersToCount() && (connection === undefined || connection.queuedWork(now) > 0)) connection = this.startDemoted();
     // No room anywhere (a run that moved here keeps the admission it had): the least queued.
-    connection ??= leastQueued(this.demoted) ?? this.startDemoted();
+    connection ??= leastQueued(this.demoted, now) ?? this.startDemoted();
     connection.sandboxCount++;
     return connection;
   }
@@ -1187,7 +1201,17 @@ export class WorkerPool {
         if (withRoom.length === 0 && this.overflowAlive.size < this.options.overflowWorkers) {
           const started = this.startOverflow();
           started.sandboxCount++;
+          started.linePicks++;
           return started;
+        }
+        // The room the line counted went meanwhile (a createSandbox placement, a worker seen
+        // held since): an overflow worker not held is still better than a held shared one.
+        if (withRoom.length === 0) withRoom = this.overflow.filter((candidate) => !candidate.isHeld(now));
+        if (withRoom.length > 0) {
+          const picked = leastQueued(withRoom, now)!;
+          picked.sandboxCount++;
+          picked.linePicks++;
+          return picked;
         }
       }
       const overflowOffered = !forLine && this.overflow.length > 0 && this.shared.every((candidate) => candidate.isHeld(now));
@@ -1310,13 +1334,14 @@ export class WorkerPool {
   }
 
   /**
-   * An overflow worker's room for runs from the line. Its sandboxes count as well as the runs
-   * sent there: the runs a wake admits all pick their worker before any is sent, and a burst
-   * of 8 went to one new overflow worker, past queuedRunsPerWorker (review).
+   * An overflow worker's room for runs from the line: roomForRuns, less the runs that picked
+   * it and are not sent yet (the runs a wake admits all pick their worker before any is
+   * sent: a burst of 8 went to one new overflow worker, past queuedRunsPerWorker; review).
+   * Not its createSandbox sandboxes, nor runs that started and wait on a timer or a fetch:
+   * as on the shared workers, those hold nothing up (a second review).
    */
   private overflowRoom(connection: WorkerConnection, nowEpochMs: number): number {
-    const perWorker = this.options.queuedRunsPerWorker;
-    return Math.min(connection.roomForRuns(nowEpochMs, perWorker), Math.max(0, perWorker - connection.sandboxCount));
+    return Math.max(0, connection.roomForRuns(nowEpochMs, this.options.queuedRunsPerWorker) - connection.linePicksUnsent());
   }
 
   /**

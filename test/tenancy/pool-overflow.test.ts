@@ -164,6 +164,21 @@ describe("overflow workers", () => {
     await Promise.all([first.running, second.running]);
   }, 60_000);
 
+  it("idle createSandbox sandboxes on an overflow worker, and line runs waiting on timers there, leave it room for the line", async () => {
+    // Counting them (a second review), 4 idle sandboxes took the overflow worker's room and
+    // the line waited for the hogs again.
+    const [first, second] = await holdBothSharedWorkers(1);
+    for (let i = 0; i < 5; i++) opened.push(await createSandbox());
+    expect(poolStats().overflow).toBe(1);
+    const runs = Promise.all(Array.from({ length: 12 }, (_, i) => runScript("export default async (n) => { await new Promise((r) => setTimeout(r, 300)); return n }", { input: i })));
+    const results = await Promise.race([runs, new Promise<"late">((resolve) => setTimeout(() => resolve("late"), 10_000))]);
+    expect(results === "late" ? results : results.map((result) => (result.ok ? result.value : result.error.message))).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(poolStats().overflow).toBe(1);
+    first.controller.abort();
+    second.controller.abort();
+    await Promise.all([first.running, second.running]);
+  }, 60_000);
+
   it("with demotion off, a runScript run that holds the only shared worker sends the line to an overflow worker too", async () => {
     // Nothing moves a one-shot hog without demotion (demotedWorkers 0, or no per-thread CPU clock).
     configurePool({ sharedWorkers: 1, overflowWorkers: 1, demotedWorkers: 0 });
