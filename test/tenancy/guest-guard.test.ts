@@ -259,8 +259,10 @@ describe("cpuTimeMs across many short entries into guest code", () => {
       expect(result.stats.cpuTimeMs).toBeLessThanOrEqual(100 + 25);
       expect(Number(result.logs.at(-1)!.message)).toBeGreaterThan(20);
       // Measured: 0.68-0.88 of the process's CPU with the fix (the rest is host work of
-      // the timers and logs), 0.11-0.20 before it.
-      expect(result.stats.cpuTimeMs / processCpuMs).toBeGreaterThan(0.45);
+      // the timers and logs), 0.11-0.20 before it. On 2026-12-02: 0.54-0.61 alone, and
+      // 0.36 once in a fresh-clone CI run with other test files on both cores (host work
+      // per tick costs more then), so the line is drawn between that and the unfixed 0.20.
+      expect(result.stats.cpuTimeMs / processCpuMs).toBeGreaterThan(0.3);
     } finally {
       await sandbox.dispose();
     }
