@@ -27,13 +27,17 @@ const FLOODS: Record<string, string> = {
 
 describe("floods stopped by the interrupt beside bystanders", () => {
   for (const [name, source] of Object.entries(FLOODS)) {
-    it(`${name}: kind cpu within the limit + 25 ms, the sandbox and its bystanders go on`, async () => {
+    it(`${name}: kind cpu within the limit + 50 ms, the sandbox and its bystanders go on`, async () => {
       const world = await hostileAmongBystanders({ limits });
       try {
         const [result] = await Promise.all([world.hostile.run(source), bystandersAnswer(world.bystanders)]);
         expect(result).toMatchObject({ ok: false, error: { kind: "cpu", message: `cpuTimeMs limit (${CPU_LIMIT_MS} ms) exceeded` } });
         expect(result.stats.cpuTimeMs).toBeGreaterThanOrEqual(CPU_LIMIT_MS);
-        expect(result.stats.cpuTimeMs).toBeLessThanOrEqual(CPU_LIMIT_MS + 25);
+        // Past the limit by at most the bridge call the interrupt cannot cut (a 256 KiB
+        // encode): 26.5 ms once in a fresh-clone CI run with other files on both cores, so
+        // +25 was too tight. The watchdog's hard stop would be past +100 ms of CPU and would
+        // dispose the sandbox, which the lines below rule out.
+        expect(result.stats.cpuTimeMs).toBeLessThanOrEqual(CPU_LIMIT_MS + 50);
         // Not the watchdog: the sandbox is alive, and a second flood after a parked realm
         // ends the same way (not "Uncaught null", not a hang).
         const again = await world.hostile.run(source);
