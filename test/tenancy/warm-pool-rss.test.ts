@@ -19,7 +19,9 @@ it("a busy worker gives back a burst's engines: RSS falls by at least half of wh
   const { before, afterBurst, during } = JSON.parse(stdout.trim().split("\n").pop()!) as { before: number; afterBurst: number; during: number[] };
   console.log(`RSS ${(before / MiB).toFixed(0)} MiB before the burst, ${(afterBurst / MiB).toFixed(0)} MiB after it, ${during.map((rss) => (rss / MiB).toFixed(0)).join(", ")} MiB every 2 s of light load`);
   // The burst must have added something worth giving back, or the test proves nothing.
-  expect(afterBurst - before).toBeGreaterThan(100 * MiB);
+  // Alone it adds 310-330 MiB; in a fresh-clone CI run beside other test files it once
+  // added 69 MiB (and gave back more than half), so the floor is 50 MiB, above RSS noise.
+  expect(afterBurst - before).toBeGreaterThan(50 * MiB);
   expect(during.length).toBeGreaterThanOrEqual(3);
   // Two windows of 3 s and a GC are enough: by the last sample, at least half is given back.
   expect(during.at(-1)! - before).toBeLessThan((afterBurst - before) / 2);
