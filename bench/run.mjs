@@ -122,6 +122,22 @@ await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripte
     "",
   ]);
   md("runs per second in a reused sandbox", `${formatRate(runsPerSecond(reused.ours), "runs/s")} (one run ${spreadMs(reused.oursSpread)})`, `${formatRate(runsPerSecond(reused.bareFresh), "runs/s")} (fresh runtime+context per run; one run ${spreadMs(reused.bareFreshSpread)}); ${formatRate(runsPerSecond(reused.bareReused), "runs/s")} (reused context)`, `${ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareFresh))}; ${ratio(runsPerSecond(reused.ours), runsPerSecond(reused.bareReused))}`, TARGETS.reusedRuns);
+  // The same runs' floor on a worker thread (bench/worker-runs.mjs): what a design that runs
+  // each run on a worker reaches with the bare engine, building a runtime + context per run
+  // or restoring one from a memory image.
+  const onWorker = r.workerRuns;
+  for (const [mode, label] of [["build", "runtime+context built per run"], ["image", `restored from a ${formatBytes(onWorker.imageBytes)} memory image per run`]]) {
+    const x = onWorker[mode];
+    rows.push([
+      mode === "build" ? "  same, against the bare engine on a worker thread" : "",
+      "",
+      `${formatRate(runsPerSecond(x.p50), "runs/s")} (${label})`,
+      ratio(runsPerSecond(reused.ours), runsPerSecond(x.p50)),
+      "",
+      `bare on a worker, one run (embedder's clock): ${spreadMs(x)}`,
+    ]);
+    md(`runs per second, bare engine on a worker thread (${label})`, "", `${formatRate(runsPerSecond(x.p50), "runs/s")} (one run ${spreadMs(x)})`, ratio(runsPerSecond(reused.ours), runsPerSecond(x.p50)), "");
+  }
 
   const realmRow = (figure, x, baseline, target) => {
     rows.push([figure, formatMs(x.ours.p50), `${formatMs(x.bare.p50)} (${baseline})`, ratio(x.ours.p50, x.bare.p50), target ? `${target} (${met(x.ours.p50 <= 0.5)})` : "", `ours ${spreadMs(x.ours)}; bare ${spreadMs(x.bare)}`]);

@@ -8,6 +8,7 @@ import { Worker } from "node:worker_threads";
 import { barePlugin, bareCreateAndRun, bareReusedSandbox } from "./bare-quickjs.mjs";
 import { collectGarbage, median, sample, spread } from "./stats.mjs";
 import { importCost, realmCost } from "./realm.mjs";
+import { bareWorkerRuns } from "./worker-runs.mjs";
 
 const SOURCE = "export default () => 1 + 1";
 const PLUGIN = "let calls = 0; export function onEvent(n) { calls++; return n + 1; }";
@@ -197,6 +198,7 @@ export async function benchSandbox({ quick = false } = {}) {
 
   const a = await createAndRun(createSandbox, n);
   const b = await reusedRuns(createSandbox, quick ? 300 : 1000);
+  const onWorker = await bareWorkerRuns(quick ? 1000 : 3000);
   const c = await pluginCalls(createSandbox, quick ? 1000 : 5000);
   const echo = await workerEcho(quick ? 1000 : 5000);
   const limit = await limitOvershoot(createSandbox, quick ? 10 : 20);
@@ -211,6 +213,7 @@ export async function benchSandbox({ quick = false } = {}) {
     createRunDispose: figure(a.backToBack.createRunDispose, bareAlone.createRunDispose),
     bareLoaded: { createRun: spread(a.bare.createRun), createRunDispose: spread(a.bare.createRunDispose) },
     reusedRun: { ours: median(b.ours), bareFresh: median(b.bareFresh), bareReused: median(b.bareReused), samples: b.ours.length, oursSpread: spread(b.ours), bareFreshSpread: spread(b.bareFresh) },
+    workerRuns: { build: spread(onWorker.build), image: spread(onWorker.image), imageBytes: onWorker.imageBytes },
     realmBuild: { ours: spread(realm.ours.build), bare: spread(realm.bare.build) },
     realmCycle: { ours: spread(realm.ours.cycle), bare: spread(realm.bare.cycle) },
     importRss: { ours: spread(imported.ours), bare: spread(imported.bare) },
