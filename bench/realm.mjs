@@ -34,13 +34,19 @@ async function workerSideSandbox() {
   return { sandbox, port: port1 };
 }
 
-/** Per-sample milliseconds of building a realm, and of building + freeing one, ours and bare. */
+/**
+ * Per-sample milliseconds of building a realm, and of building + freeing one, ours and bare;
+ * and of a realm from the sandbox's memory image (what its runs get from the third on:
+ * docs/architecture.md, "Realms from a memory image"): the image restored and the realm made
+ * ("build"), + ended ("cycle").
+ */
 export async function realmCost(samples) {
   const { Realm } = await import(new URL("host/worker/realm.js", dist).href);
   const { sandbox, port } = await workerSideSandbox();
   const engine = await bareEngine();
   const ours = { build: [], cycle: [] };
   const bare = { build: [], cycle: [] };
+  const image = { build: [], cycle: [] };
   const oursOnce = (series) => {
     const start = performance.now();
     const realm = new Realm(sandbox);
@@ -61,18 +67,40 @@ export async function realmCost(samples) {
     series?.build.push(built - start);
     series?.cycle.push(freed - start);
   };
+  // A second sandbox with an image, as a sandbox gets one after two runs and a turn of idle work.
+  const { sandbox: imaged, port: imagedPort } = await workerSideSandbox();
+  for (let i = 0; i < 2; i++) await imaged.run("export default () => 0", "warm.js", undefined);
+  await new Promise((resolve) => setImmediate(resolve));
+  imaged.prepareSpare();
+  if (!imaged.image) throw new Error("bench: the sandbox did not capture a memory image");
+  imaged.spare.disposeForRestore(); // the captured realm: ended as its run would end it
+  imaged.spare = null;
+  const imageOnce = (series) => {
+    const start = performance.now();
+    imaged.image.memory.restore(imaged.engine);
+    const realm = new Realm(imaged, imaged.image);
+    const built = performance.now();
+    realm.disposeForRestore();
+    const ended = performance.now();
+    series?.build.push(built - start);
+    series?.cycle.push(ended - start);
+  };
   for (let i = 0; i < 50; i++) {
     oursOnce(null);
     bareOnce(null);
+    imageOnce(null);
   }
   const BLOCK = 50;
   for (let done = 0; done < samples; done += BLOCK) {
     for (let i = 0; i < BLOCK; i++) oursOnce(ours);
     for (let i = 0; i < BLOCK; i++) bareOnce(bare);
+    for (let i = 0; i < BLOCK; i++) imageOnce(image);
   }
   sandbox.dispose();
+  imaged.dispose();
   port.close();
-  return { ours, bare };
+  imagedPort.close();
+  return { ours, bare, image };
 }
 
 /** RSS added by importing the package, and by importing the bare engine library, in fresh child processes. */

@@ -145,6 +145,8 @@ await section("sandbox", "Sandbox host (issue 2): ours vs bare quickjs-emscripte
   };
   realmRow("fresh realm: build (runtime, context, bridge, guest core)", r.realmBuild, "bare newRuntime + newContext", TARGETS.realmBuild);
   realmRow("fresh realm: build + free", r.realmCycle, "bare, + dispose");
+  realmRow("fresh realm from the sandbox's memory image: restore + make", r.realmFromImage, "bare newRuntime + newContext", TARGETS.realmBuild);
+  realmRow("fresh realm from the memory image: restore + make + end", r.realmFromImageCycle, "bare, + dispose");
 
   const call = r.pluginCall;
   const callOk = call.ours.p50 < 0.1;

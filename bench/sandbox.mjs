@@ -216,6 +216,8 @@ export async function benchSandbox({ quick = false } = {}) {
     workerRuns: { build: spread(onWorker.build), image: spread(onWorker.image), imageBytes: onWorker.imageBytes },
     realmBuild: { ours: spread(realm.ours.build), bare: spread(realm.bare.build) },
     realmCycle: { ours: spread(realm.ours.cycle), bare: spread(realm.bare.cycle) },
+    realmFromImage: { ours: spread(realm.image.build), bare: spread(realm.bare.build) },
+    realmFromImageCycle: { ours: spread(realm.image.cycle), bare: spread(realm.bare.cycle) },
     importRss: { ours: spread(imported.ours), bare: spread(imported.bare) },
     pluginCall: { ours: spread(c.ours), bare: spread(c.bare), echo: spread(echo) },
     rssPerSandbox: { ours: median(d.ours), bare: median(d.bare), samples: d.ours.length, oursSpread: spread(d.ours), bareSpread: spread(d.bare) },

@@ -9,6 +9,7 @@
 // engine instance and made into a key with one call.
 import type { EngineInstance } from "./instance.js";
 import { moduleHeap } from "./internals.js";
+import { registerHeapCache } from "./memory-image.js";
 
 /** The engine's exports these helpers use (the functions quickjs-emscripten's ffi wraps with cwrap). */
 export interface RawExports {
@@ -32,6 +33,11 @@ export function rawExports(engine: EngineInstance): RawExports {
  * this without bound.
  */
 const namePointers = new WeakMap<EngineInstance, Map<string, number>>();
+// A memory image (memory-image.ts) puts back the heap as it was: names written since are gone.
+registerHeapCache({
+  save: (engine) => new Map(namePointers.get(engine)),
+  restore: (engine, saved) => namePointers.set(engine, new Map(saved as Map<string, number>)),
+});
 
 export function namePointer(engine: EngineInstance, name: string): number {
   let names = namePointers.get(engine);

@@ -7,6 +7,7 @@
 import { QuickJSDeferredPromise, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten-core";
 import type { EngineInstance } from "./instance.js";
 import { contextPointer, moduleHeap, runtimePointer } from "./internals.js";
+import { registerHeapCache } from "./memory-image.js";
 
 interface JobFfi {
   QTS_ExecutePendingJob(rt: number, maxJobs: number, lastJobContext: number): number;
@@ -49,6 +50,14 @@ export function executePendingJobs(
 
 /** One 4-byte output slot per engine instance, for the job pump (it runs on every turn). */
 const jobSlots = new WeakMap<EngineInstance, number>();
+// A memory image (memory-image.ts) puts back the heap as it was: a slot made since is gone.
+registerHeapCache({
+  save: (engine) => jobSlots.get(engine),
+  restore: (engine, saved) => {
+    if (saved === undefined) jobSlots.delete(engine);
+    else jobSlots.set(engine, saved as number);
+  },
+});
 function jobSlot(engine: EngineInstance): number {
   let slot = jobSlots.get(engine);
   if (slot === undefined) {

@@ -16,6 +16,7 @@
 import { Lifetime, WeakLifetime, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten-core";
 import type { EngineInstance } from "./instance.js";
 import { contextPointer, moduleHeap } from "./internals.js";
+import { registerHeapCache } from "./memory-image.js";
 
 type HostFunction = (this: QuickJSHandle, ...args: QuickJSHandle[]) => unknown;
 
@@ -89,6 +90,14 @@ export function installLeanHostCalls(context: QuickJSContext): void {
 
 /** Argument-pointer buffers, one per engine instance: [pointer, capacity in arguments]. */
 const argumentBuffers = new WeakMap<EngineInstance, { pointer: number; capacity: number }>();
+// A memory image (memory-image.ts) puts back the heap as it was: a buffer grown since is gone.
+registerHeapCache({
+  save: (engine) => argumentBuffers.get(engine),
+  restore: (engine, saved) => {
+    if (saved === undefined) argumentBuffers.delete(engine);
+    else argumentBuffers.set(engine, saved as { pointer: number; capacity: number });
+  },
+});
 
 function argumentBuffer(engine: EngineInstance, count: number): number {
   let buffer = argumentBuffers.get(engine);

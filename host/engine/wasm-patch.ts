@@ -23,15 +23,22 @@
 //    only patch 1 is made and the host parses source as before. The originals stay as they
 //    are: the bytecode reader trusts its input, so only the host ever feeds it (its own
 //    compiler's output), and the guest reaches none of these functions.
+// 3. A custom section (MEMORY_LAYOUT_SECTION) saying where the module's static data ends and
+//    where its C stack starts (the heap begins there): a realm's memory image
+//    (memory-image.ts) copies the statics and the heap, not the stack between them. Read
+//    from the data segments and the stack pointer's initial value (the module's first
+//    mutable i32 global); when the module does not have that shape, no section is added
+//    and sandboxes build every realm.
 
 export const TABLE_EXPORT_NAME = "scriptboxTable";
 export const BYTECODE_WRITE_EXPORT = "scriptboxWriteBytecode";
 export const BYTECODE_READ_EXPORT = "scriptboxReadBytecode";
 export const BYTECODE_EVAL_EXPORT = "scriptboxEvalBytecode";
+export const MEMORY_LAYOUT_SECTION = "scriptbox.memory-layout";
 
 // quickjs-emscripten's export names for the functions we copy or look into (the glue's
 // `Module._QTS_…` map them to minified export names, which we read from it).
-const SECTION = { type: 1, import: 2, function: 3, table: 4, export: 7, code: 10 } as const;
+const SECTION = { custom: 0, type: 1, import: 2, function: 3, table: 4, global: 6, export: 7, code: 10, data: 11 } as const;
 const KIND_FUNCTION = 0;
 const KIND_TABLE = 1;
 const I32 = 0x7f;
@@ -239,6 +246,41 @@ class WasmModuleView {
     return body;
   }
 
+  /**
+   * Where the static data ends (the last active data segment's end) and the C stack's top
+   * (the first mutable i32 global's initial value, emscripten's stack pointer), or null when
+   * the module is not laid out that way (an imported global, a non-constant offset, a stack
+   * below the data).
+   */
+  memoryLayout(): { dataEnd: number; stackTop: number } | null {
+    const globals = this.sections.find((s) => s.id === SECTION.global);
+    const data = this.sections.find((s) => s.id === SECTION.data);
+    if (!globals || !data) return null;
+    let stackTop: number | null = null;
+    this.forEach(globals, (pos) => {
+      const valueType = this.bytes[pos]!;
+      const mutable = this.bytes[pos + 1] === 1;
+      const op = this.bytes[pos + 2]!;
+      if (op !== 0x41) throw new Error("wasm patch: a global's initialiser is not i32.const");
+      const [value, next] = readS(this.bytes, pos + 3);
+      if (this.bytes[next] !== OP.end) throw new Error("wasm patch: a global's initialiser is not one constant");
+      if (stackTop === null && valueType === I32 && mutable) stackTop = Number(value);
+      return next + 1;
+    });
+    let dataEnd = 0;
+    this.forEach(data, (pos) => {
+      const [flags, next] = readU(this.bytes, pos);
+      if (flags !== 0 || this.bytes[next] !== 0x41) throw new Error("wasm patch: a data segment that is not active at a constant offset");
+      const [offset, afterOffset] = readS(this.bytes, next + 1);
+      if (this.bytes[afterOffset] !== OP.end) throw new Error("wasm patch: a data segment's offset is not one constant");
+      const [size, contentStart] = readU(this.bytes, afterOffset + 1);
+      dataEnd = Math.max(dataEnd, Number(offset) + size);
+      return contentStart + size;
+    });
+    if (stackTop === null || stackTop <= dataEnd) return null;
+    return { dataEnd, stackTop };
+  }
+
   /** Decodes a function body (MVP, sign-extension and bulk-memory opcodes; no SIMD). */
   instructions(fn: number): Instruction[] {
     const bytes = this.bytes;
@@ -407,6 +449,16 @@ export function patchEngineWasm(wasm: Uint8Array, glueExports: Record<string, st
     const content = replaced.get(section.id);
     if (content === undefined) parts.push(wasm.subarray(section.at, section.end));
     else parts.push(new Uint8Array([section.id, ...encodeU(content.length)]), content);
+  }
+  let layout: { dataEnd: number; stackTop: number } | null = null;
+  try {
+    layout = view.memoryLayout();
+  } catch {
+    layout = null; // a layout we cannot read: no images, every realm is built
+  }
+  if (layout) {
+    const content = [...encodeName(MEMORY_LAYOUT_SECTION), ...encodeU(layout.dataEnd), ...encodeU(layout.stackTop)];
+    parts.push(new Uint8Array([SECTION.custom, ...encodeU(content.length), ...content]));
   }
   const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
   let pos = 0;

@@ -11,7 +11,8 @@ import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emsc
 import { performance } from "node:perf_hooks";
 import type { EngineInstance } from "../engine/instance.js";
 import { canAllocate, canCompile, canMoveBytes, canMoveString } from "../engine/headroom.js";
-import { dupValueAt, handleValuePointer } from "../engine/internals.js";
+import { contextPointer, dupValueAt, handleValuePointer, hostRefState, ownedHandle, runtimePointer, runtimeAt, setHostRefState, type HostRefState } from "../engine/internals.js";
+import { MemoryImage } from "../engine/memory-image.js";
 import { readOwnProps } from "../engine/own-props.js";
 import { executePendingJobs, newDeferredPromise } from "../engine/fresh-views.js";
 import { installLeanCalls } from "../engine/lean-calls.js";
@@ -21,7 +22,7 @@ import { decodeFromGuest, encodeForGuest } from "../marshal/crossing-values.js";
 import type { ActivationOutcome, SandboxConfig } from "../protocol.js";
 import type { LogEntry, SandboxError } from "../types.js";
 import { ABORTED_MESSAGE, Activation, type ActivationKind } from "./activation.js";
-import { createBridge } from "./bridge/index.js";
+import { bridgeFunctions, createBridge, type BridgeEntries } from "./bridge/index.js";
 import { hostModuleSource } from "./bridge/host-modules.js";
 import type { GuestBundle } from "./guest-bundle.js";
 import { ExecutionGuard, type Budget, type StopReason, type WatchdogSlot } from "./guard.js";
@@ -53,6 +54,24 @@ export interface RealmServices {
   emitLog(entry: LogEntry): void;
   /** The engine instance failed in a way that makes any further call into it unsafe. */
   poisoned(reason: string): void;
+}
+
+/**
+ * A realm's memory image (host/engine/memory-image.ts) and what a realm made from it needs
+ * besides the bytes: where its runtime, context and hooks are in the engine's memory, and
+ * the host references its guest functions call, by bridge function name.
+ */
+export interface RealmImage {
+  readonly memory: MemoryImage;
+  readonly runtimePointer: number;
+  readonly contextPointer: number;
+  /** In HOOK_NAMES order. */
+  readonly hookPointers: readonly number[];
+  readonly hostRefs: HostRefState;
+  /** The image realm's host functions, by the bridge name they were made for. */
+  readonly bridgeNames: ReadonlyMap<object, string>;
+  /** Where Math.random's state is in the context (host/engine/random-state.ts): reseeded after each restore. */
+  readonly randomStateOffset: number;
 }
 
 /** The guest core's hooks the host calls (guest-lib/core/index.ts). */
@@ -122,9 +141,51 @@ export class Realm {
   private dead: string | null = null;
   /** A loaded plugin's module namespace. */
   private namespace: QuickJSHandle | null = null;
+  /** This realm's bridge functions (what a memory image of it maps its host references to). */
+  private readonly bridge: BridgeEntries;
+  /**
+   * Made from a memory image (or the realm an image was captured from): once its activation
+   * has ended, its sandbox restores the image rather than freeing it (WorkerSandbox).
+   */
+  fromImage = false;
 
-  constructor(readonly services: RealmServices) {
+  /**
+   * A new realm: built (runtime, context, bridge, the guest core), or, given `image`, made
+   * around the runtime and context of a memory image its sandbox has just restored.
+   */
+  constructor(
+    readonly services: RealmServices,
+    image?: RealmImage,
+  ) {
     const { engine, tracking, bundle } = services;
+    if (image !== undefined) {
+      // Nothing runs in the engine here but the library's and our bookkeeping writes (the
+      // interrupt handler, module loader and rejection tracker fields, rewritten with the
+      // values the image already has, and the tracker's new id).
+      this.fromImage = true;
+      this.runtime = runtimeAt(engine.module, image.runtimePointer);
+      this.guard = new ExecutionGuard(services.watchdog, () => services.sandboxId);
+      this.runtime.setInterruptHandler(this.guard.shouldInterrupt);
+      this.runtime.setModuleLoader(
+        (name) => this.loadModuleSource(name),
+        (base, requested) => this.normalizeModuleName(base, requested),
+      );
+      this.stopTracking = tracking.attach(this.runtime, (_ctx, promiseBits, reasonBits, handled) =>
+        this.onRejection(promiseBits, reasonBits, handled),
+      );
+      this.context = this.runtime.newContext({ contextPointer: image.contextPointer as never });
+      installLeanCalls(this.context, engine);
+      this.bridge = bridgeFunctions(this);
+      const byName = new Map(this.bridge);
+      // The guest's bridge functions carry the image realm's host reference ids: the same
+      // ids, this realm's functions. (Anything else the image held a reference to, such as
+      // the core's `require`, is unreachable from guest code once the core has run.)
+      setHostRefState(this.runtime, image.hostRefs, (value) => byName.get(image.bridgeNames.get(value) ?? "") ?? (() => undefined));
+      const hooks: Partial<Hooks> = {};
+      HOOK_NAMES.forEach((name, i) => (hooks[name] = ownedHandle(this.context, image.hookPointers[i]!)));
+      this.hooks = hooks as Hooks;
+      return;
+    }
     const coreSource = bundle.source("core")!;
     // Staging the core's bytecode (or source) does not check malloc: at the memory cap it
     // would write through a null pointer. Fail the realm instead (acquireRealm reports it).
@@ -140,10 +201,12 @@ export class Realm {
       this.onRejection(promiseBits, reasonBits, handled),
     );
     let bridge: QuickJSHandle;
+    this.bridge = [];
     try {
       this.context = this.runtime.newContext();
       installLeanCalls(this.context, services.engine);
-      bridge = createBridge(this);
+      this.bridge = bridgeFunctions(this);
+      bridge = createBridge(this, this.bridge);
     } catch (error) {
       this.freeUnprepared(error);
     }
@@ -251,6 +314,29 @@ export class Realm {
    */
   get exhaustedHeap(): boolean {
     return this.hitMemoryLimit;
+  }
+
+  /**
+   * A memory image of the engine with this realm in it, or null (see MemoryImage.capture).
+   * Only for a realm no activation has entered, in an engine that holds no other realm:
+   * the image is the whole heap, and every realm made from it starts as this one is now.
+   */
+  captureImage(randomStateOffset: number): RealmImage | null {
+    if (!this.alive || this.activation !== null || this.enteredGuest) return null;
+    const memory = MemoryImage.capture(this.services.engine);
+    if (memory === null) return null;
+    const bridgeNames = new Map<object, string>();
+    for (const [name, fn] of this.bridge) bridgeNames.set(fn, name);
+    this.fromImage = true;
+    return {
+      memory,
+      runtimePointer: runtimePointer(this.runtime),
+      contextPointer: contextPointer(this.context),
+      hookPointers: HOOK_NAMES.map((name) => handleValuePointer(this.hooks[name])),
+      hostRefs: hostRefState(this.runtime),
+      bridgeNames,
+      randomStateOffset,
+    };
   }
 
   // ---- modules --------------------------------------------------------------------------
@@ -1108,6 +1194,24 @@ export class Realm {
 
   /** Frees everything; after a poisoning only host-side state is dropped (no engine calls). */
   dispose(): void {
+    if (this.releaseHandles()) {
+      this.context.dispose();
+      this.runtime.dispose();
+    }
+  }
+
+  /**
+   * Ends the realm for a memory image restore: its handles are freed (so nothing that still
+   * holds one frees it later, into the restored heap), and its runtime and context are left
+   * as they are (JS_FreeRuntime's ~0.1 ms): the restore puts back the heap they live in.
+   * The sandbox restores before any other use of the engine (WorkerSandbox.restoreImage).
+   */
+  disposeForRestore(): void {
+    this.releaseHandles();
+  }
+
+  /** Ends any activation and frees every handle the realm holds; false if it was dead already. */
+  private releaseHandles(): boolean {
     if (this.activation && !this.activation.finished) {
       this.activation.fail("disposed", "Error", "the sandbox was disposed while the script was running");
       this.end();
@@ -1115,7 +1219,7 @@ export class Realm {
     if (this.wallTimer) clearTimeout(this.wallTimer);
     const wasAlive = this.dead === null;
     this.dead ??= "disposed";
-    if (!wasAlive) return;
+    if (!wasAlive) return false;
     this.stopTracking();
     for (const handle of this.owned) if (handle.alive) handle.dispose();
     this.owned.clear();
@@ -1128,8 +1232,7 @@ export class Realm {
     }
     this.unhandled.clear();
     for (const handle of Object.values(this.hooks)) handle.dispose();
-    this.context.dispose();
-    this.runtime.dispose();
+    return true;
   }
 
   /** Timer callback from the host event loop. */

@@ -9,7 +9,7 @@ import { findTrackerFieldOffset, RejectionTracking } from "../../dist/host/engin
 import { GuestBundle } from "../../dist/host/worker/guest-bundle.js";
 import { WatchdogSlot } from "../../dist/host/worker/guard.js";
 import { Realm } from "../../dist/host/worker/realm.js";
-import { createBridge } from "../../dist/host/worker/bridge/index.js";
+import { bridgeFunctions, createBridge } from "../../dist/host/worker/bridge/index.js";
 import { DEFAULT_LIMITS } from "../../dist/host/limits.js";
 import { SandboxFetchTransport } from "../../dist/host/fetch/transport.js";
 
@@ -214,7 +214,7 @@ describe("the bridge validates every argument", () => {
       },
     });
     // Expose a second copy of the raw bridge to guest code, which normally cannot reach it.
-    const bridge = createBridge(realm);
+    const bridge = createBridge(realm, bridgeFunctions(realm));
     realm.context.setProp(realm.context.global, "rawBridge", bridge);
     bridge.dispose();
     const outcome = await realm.run(

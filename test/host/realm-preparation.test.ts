@@ -22,8 +22,8 @@ vi.mock("../../host/worker/bridge/index.js", async (importOriginal) => {
   const actual = await importOriginal<typeof import("../../host/worker/bridge/index.js")>();
   return {
     ...actual,
-    createBridge: (realm: Realm) => {
-      if (bridgeFailure.mode === "none") return actual.createBridge(realm);
+    createBridge: (realm: Realm, entries: Parameters<typeof actual.createBridge>[1]) => {
+      if (bridgeFailure.mode === "none") return actual.createBridge(realm, entries);
       // What a failure halfway through making a function can leave: an object the runtime holds.
       if (bridgeFailure.mode === "fails-holding-an-object") realm.context.newObject();
       throw new RangeError("out of memory for host function fetch");

@@ -20,8 +20,20 @@ import { webCryptoFunctions } from "./webcrypto.js";
 export type BridgeFunction = (...args: QuickJSHandle[]) => QuickJSHandle | undefined;
 export type BridgeFunctions = Record<string, BridgeFunction>;
 
-export function createBridge(realm: Realm): QuickJSHandle {
-  const ctx = realm.context;
+export type BridgeEntries = [name: string, fn: (...args: QuickJSHandle[]) => unknown][];
+
+/** The guest object holding the bridge's functions (`entries`: bridgeFunctions(realm)). */
+export function createBridge(realm: Realm, entries: BridgeEntries): QuickJSHandle {
+  // Made with the engine's own entry points (host/engine/host-function-object.ts): the
+  // library's newFunction + setProp cost ~1.7 µs and a few objects per function, per realm.
+  return newHostFunctionObject(realm.context, realm.services.engine, entries);
+}
+
+/**
+ * Each bridge function under its name, bound to `realm`. A realm made from a memory image
+ * gets the guest object from the image and only these (host/worker/realm.ts).
+ */
+export function bridgeFunctions(realm: Realm): BridgeEntries {
   // One record per capability, read in place: spreading them into one object cost ~40 µs
   // of every realm (a realm is built per run).
   const parts: BridgeFunctions[] = [
@@ -38,15 +50,13 @@ export function createBridge(realm: Realm): QuickJSHandle {
     performanceFunctions(realm),
     intlFunctions(realm),
   ];
-  // Made with the engine's own entry points (host/engine/host-function-object.ts): the
-  // library's newFunction + setProp cost ~1.7 µs and a few objects per function, per realm.
-  return newHostFunctionObject(ctx, realm.services.engine, bridgeEntries(realm, parts));
+  return wrapped(realm, parts);
 }
 
 /** Each bridge function under its name, wrapped so that a failure becomes a guest exception. */
-function bridgeEntries(realm: Realm, parts: BridgeFunctions[]): [string, (...args: QuickJSHandle[]) => unknown][] {
+function wrapped(realm: Realm, parts: BridgeFunctions[]): BridgeEntries {
   const ctx = realm.context;
-  const entries: [string, (...args: QuickJSHandle[]) => unknown][] = [];
+  const entries: BridgeEntries = [];
   for (const functions of parts) {
     for (const name in functions) {
       const impl = functions[name]!;
