@@ -158,21 +158,25 @@ export class Realm {
     image?: RealmImage,
   ) {
     const { engine, tracking, bundle } = services;
+    const coreSource = bundle.source("core")!;
+    // Staging the core's bytecode (or source) does not check malloc: at the memory cap it
+    // would write through a null pointer. Fail the realm instead (acquireRealm reports it).
+    if (image === undefined && !canLoadLibraryCode(engine, coreSource, "scriptbox:core")) throw new RangeError("no memory left to load the guest core");
+    // From an image, nothing runs in the engine below but the library's and our bookkeeping
+    // writes: the interrupt handler, module loader and rejection tracker fields, rewritten
+    // with the values the image already has (and the tracker's new id).
+    this.runtime = image === undefined ? engine.module.newRuntime() : runtimeAt(engine.module, image.runtimePointer);
+    this.guard = new ExecutionGuard(services.watchdog, () => services.sandboxId);
+    this.runtime.setInterruptHandler(this.guard.shouldInterrupt);
+    this.runtime.setModuleLoader(
+      (name) => this.loadModuleSource(name),
+      (base, requested) => this.normalizeModuleName(base, requested),
+    );
+    this.stopTracking = tracking.attach(this.runtime, (_ctx, promiseBits, reasonBits, handled) =>
+      this.onRejection(promiseBits, reasonBits, handled),
+    );
     if (image !== undefined) {
-      // Nothing runs in the engine here but the library's and our bookkeeping writes (the
-      // interrupt handler, module loader and rejection tracker fields, rewritten with the
-      // values the image already has, and the tracker's new id).
       this.fromImage = true;
-      this.runtime = runtimeAt(engine.module, image.runtimePointer);
-      this.guard = new ExecutionGuard(services.watchdog, () => services.sandboxId);
-      this.runtime.setInterruptHandler(this.guard.shouldInterrupt);
-      this.runtime.setModuleLoader(
-        (name) => this.loadModuleSource(name),
-        (base, requested) => this.normalizeModuleName(base, requested),
-      );
-      this.stopTracking = tracking.attach(this.runtime, (_ctx, promiseBits, reasonBits, handled) =>
-        this.onRejection(promiseBits, reasonBits, handled),
-      );
       this.context = this.runtime.newContext({ contextPointer: image.contextPointer as never });
       installLeanCalls(this.context, engine);
       this.bridge = bridgeFunctions(this);
@@ -186,20 +190,6 @@ export class Realm {
       this.hooks = hooks as Hooks;
       return;
     }
-    const coreSource = bundle.source("core")!;
-    // Staging the core's bytecode (or source) does not check malloc: at the memory cap it
-    // would write through a null pointer. Fail the realm instead (acquireRealm reports it).
-    if (!canLoadLibraryCode(engine, coreSource, "scriptbox:core")) throw new RangeError("no memory left to load the guest core");
-    this.runtime = engine.module.newRuntime();
-    this.guard = new ExecutionGuard(services.watchdog, () => services.sandboxId);
-    this.runtime.setInterruptHandler(this.guard.shouldInterrupt);
-    this.runtime.setModuleLoader(
-      (name) => this.loadModuleSource(name),
-      (base, requested) => this.normalizeModuleName(base, requested),
-    );
-    this.stopTracking = tracking.attach(this.runtime, (_ctx, promiseBits, reasonBits, handled) =>
-      this.onRejection(promiseBits, reasonBits, handled),
-    );
     let bridge: QuickJSHandle;
     this.bridge = [];
     try {
