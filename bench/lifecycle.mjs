@@ -50,6 +50,13 @@ async function cycleScenario(samples) {
   };
   const bare = [];
   for (let i = 0; i < 20 + samples; i++) await timed(i < 20 ? null : bare, bareCycle);
+  // The idle row's like-for-like baseline: the same pause before each bare cycle (after 25 ms
+  // asleep, a core and its caches are cold: the bare cycle's p50 doubled on 2026-12-02).
+  const bareIdle = [];
+  for (let i = 0; i < samples; i++) {
+    await sleep(IDLE_PAUSE_MS);
+    await timed(bareIdle, bareCycle);
+  }
 
   const { createSandbox } = await import(distIndex);
   const oursCycle = async () => {
@@ -74,7 +81,7 @@ async function cycleScenario(samples) {
     for (let i = 0; i < BLOCK; i++) await timed(bareLoaded, bareCycle);
     await sleep(IDLE_PAUSE_MS);
   }
-  return { bare: spread(bare), backToBack: spread(backToBack), idle: spread(idle), bareLoaded: spread(bareLoaded) };
+  return { bare: spread(bare), bareIdle: spread(bareIdle), backToBack: spread(backToBack), idle: spread(idle), bareLoaded: spread(bareLoaded) };
 }
 
 /** One burst: `start(i)` for BURST items at once; time to the first and to the last result. */

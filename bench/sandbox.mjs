@@ -80,10 +80,11 @@ async function createAndRun(createSandbox, samples) {
  * (measured 1.7 ms -> 5-15 ms). The small-heap figure is the bare baseline we compare
  * against: it is the fastest, so the ratio is conservative.
  */
-export async function bareCreateAndRunAlone(samples) {
+export async function bareCreateAndRunAlone(samples, pauseMs = 0) {
   const createRun = [];
   const createRunDispose = [];
   for (let i = 0; i < 20 + samples; i++) {
+    if (pauseMs > 0) await sleep(pauseMs); // the idle rows' baseline: a cold core after the same pause
     const start = performance.now();
     const sandbox = await bareCreateAndRun(SOURCE);
     const ran = performance.now();
@@ -189,6 +190,7 @@ function figure(ours, bare, extra = {}) {
 export async function benchSandbox({ quick = false } = {}) {
   const n = quick ? 100 : 300;
   const bareAlone = await bareCreateAndRunAlone(n);
+  const bareAloneIdle = await bareCreateAndRunAlone(n, IDLE_PAUSE_MS);
   const { createSandbox } = await import(distIndex);
   // Start the shared workers before measuring anything: a fixed cost of the process.
   const first = await Promise.all([createSandbox(), createSandbox()]);
@@ -207,8 +209,8 @@ export async function benchSandbox({ quick = false } = {}) {
   const d = await residentMemory(quick ? 1 : 3);
   const imported = await importCost(quick ? 2 : 5);
   return {
-    idleCreateRun: figure(a.idle.createRun, bareAlone.createRun, { pauseMs: IDLE_PAUSE_MS }),
-    idleCreateRunDispose: figure(a.idle.createRunDispose, bareAlone.createRunDispose, { pauseMs: IDLE_PAUSE_MS }),
+    idleCreateRun: figure(a.idle.createRun, bareAloneIdle.createRun, { pauseMs: IDLE_PAUSE_MS }),
+    idleCreateRunDispose: figure(a.idle.createRunDispose, bareAloneIdle.createRunDispose, { pauseMs: IDLE_PAUSE_MS }),
     createRun: figure(a.backToBack.createRun, bareAlone.createRun),
     createRunDispose: figure(a.backToBack.createRunDispose, bareAlone.createRunDispose),
     bareLoaded: { createRun: spread(a.bare.createRun), createRunDispose: spread(a.bare.createRunDispose) },
