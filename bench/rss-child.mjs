@@ -1,13 +1,16 @@
 // One sample of "resident memory per idle live sandbox with 100 alive", ours and bare, in a
 // fresh process (spawned by bench/sandbox.mjs with --expose-gc): a process that has already
 // allocated and freed a lot gives meaningless RSS deltas. Prints one JSON line.
-//   node --expose-gc bench/rss-child.mjs <ours-first|bare-first> [count]
+//   node --expose-gc bench/rss-child.mjs <ours-first|bare-first> [count] [runs]
+// `runs` (default 1): runs per sandbox of ours; from 3 on, each sandbox holds a memory image
+// of its fresh realm (docs/architecture.md, "Realms from a memory image").
 import { setTimeout as sleep } from "node:timers/promises";
 import { bareCreateAndRun } from "./bare-quickjs.mjs";
 import { collectGarbage } from "./stats.mjs";
 
 const order = process.argv[2] ?? "ours-first";
 const count = Number(process.argv[3] ?? 100);
+const runs = Number(process.argv[4] ?? 1);
 const SOURCE = "export default () => 1 + 1";
 const { createSandbox } = await import(new URL("../dist/src/index.js", import.meta.url).href);
 
@@ -22,8 +25,10 @@ async function ours() {
   const alive = [];
   for (let i = 0; i < count; i++) {
     const sandbox = await createSandbox();
-    const result = await sandbox.run(SOURCE);
-    if (!result.ok) throw new Error(`run failed: ${result.error.message}`);
+    for (let run = 0; run < runs; run++) {
+      const result = await sandbox.run(SOURCE);
+      if (!result.ok) throw new Error(`run failed: ${result.error.message}`);
+    }
     alive.push(sandbox);
   }
   const after = await settledRss();

@@ -142,12 +142,12 @@ async function workerEcho(samples) {
 }
 
 /** (d) RSS per idle live sandbox with 100 alive, in fresh child processes (see rss-child.mjs). */
-async function residentMemory(children) {
+async function residentMemory(children, runsPerSandbox = 1) {
   const child = fileURLToPath(new URL("./rss-child.mjs", import.meta.url));
   const ours = [];
   const bare = [];
   for (let i = 0; i < children; i++) {
-    const { stdout } = await run(process.execPath, ["--expose-gc", child, i % 2 === 0 ? "ours-first" : "bare-first", "100"], { timeout: 60_000 });
+    const { stdout } = await run(process.execPath, ["--expose-gc", child, i % 2 === 0 ? "ours-first" : "bare-first", "100", String(runsPerSandbox)], { timeout: 60_000 });
     const result = JSON.parse(stdout.trim().split("\n").at(-1));
     ours.push(result.ours);
     bare.push(result.bare);
@@ -207,6 +207,7 @@ export async function benchSandbox({ quick = false } = {}) {
   await collectGarbage();
   const realm = await realmCost(quick ? 500 : 2000);
   const d = await residentMemory(quick ? 1 : 3);
+  const dImaged = await residentMemory(quick ? 1 : 3, 3);
   const imported = await importCost(quick ? 2 : 5);
   return {
     idleCreateRun: figure(a.idle.createRun, bareAloneIdle.createRun, { pauseMs: IDLE_PAUSE_MS }),
@@ -223,6 +224,7 @@ export async function benchSandbox({ quick = false } = {}) {
     importRss: { ours: spread(imported.ours), bare: spread(imported.bare) },
     pluginCall: { ours: spread(c.ours), bare: spread(c.bare), echo: spread(echo) },
     rssPerSandbox: { ours: median(d.ours), bare: median(d.bare), samples: d.ours.length, oursSpread: spread(d.ours), bareSpread: spread(d.bare) },
+    rssPerImagedSandbox: { ours: median(dImaged.ours), bare: median(dImaged.bare), samples: dImaged.ours.length, oursSpread: spread(dImaged.ours), bareSpread: spread(dImaged.bare) },
     limit: { cpuTimeMs: limit.cpuTimeMs, cpuOver: spread(limit.cpuOver), statsWallOver: spread(limit.statsWallOver), wallOver: spread(limit.wallOver) },
   };
 }

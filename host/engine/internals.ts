@@ -71,10 +71,10 @@ interface HostRefMapInternals {
 }
 
 /** A runtime's host references (the library's HostRefMap: ids of the host functions its guest objects call). */
-export interface HostRefState {
+export interface HostRefState<T = object> {
   nextId: number;
   freelist: number[];
-  entries: [id: number, value: object][];
+  entries: [id: number, value: T][];
 }
 
 function hostRefMap(runtime: QuickJSRuntime): HostRefMapInternals {
@@ -94,7 +94,7 @@ export function hostRefState(runtime: QuickJSRuntime): HostRefState {
  * `valueFor` (the same ids, so the guest functions in a restored memory image call the new
  * realm's host functions). The library groups ids by `id >> 8`.
  */
-export function setHostRefState(runtime: QuickJSRuntime, state: HostRefState, valueFor: (value: object) => object): void {
+export function setHostRefState<T>(runtime: QuickJSRuntime, state: HostRefState<T>, valueFor: (value: T) => object): void {
   const map = hostRefMap(runtime);
   map.nextId = state.nextId;
   map.freelist = [...state.freelist];

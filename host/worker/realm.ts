@@ -67,9 +67,12 @@ export interface RealmImage {
   readonly contextPointer: number;
   /** In HOOK_NAMES order. */
   readonly hookPointers: readonly number[];
-  readonly hostRefs: HostRefState;
-  /** The image realm's host functions, by the bridge name they were made for. */
-  readonly bridgeNames: ReadonlyMap<object, string>;
+  /**
+   * The runtime's host references, each as the bridge function name it was made for (null:
+   * not a bridge function). Names, not the functions: those would keep the realm the image
+   * was captured from alive as long as the image.
+   */
+  readonly hostRefs: HostRefState<string | null>;
   /** Where Math.random's state is in the context (host/engine/random-state.ts): reseeded after each restore. */
   readonly randomStateOffset: number;
 }
@@ -184,7 +187,7 @@ export class Realm {
       // The guest's bridge functions carry the image realm's host reference ids: the same
       // ids, this realm's functions. (Anything else the image held a reference to, such as
       // the core's `require`, is unreachable from guest code once the core has run.)
-      setHostRefState(this.runtime, image.hostRefs, (value) => byName.get(image.bridgeNames.get(value) ?? "") ?? (() => undefined));
+      setHostRefState(this.runtime, image.hostRefs, (name) => (name !== null && byName.get(name)) || (() => undefined));
       const hooks: Partial<Hooks> = {};
       HOOK_NAMES.forEach((name, i) => (hooks[name] = ownedHandle(this.context, image.hookPointers[i]!)));
       this.hooks = hooks as Hooks;
@@ -317,14 +320,14 @@ export class Realm {
     if (memory === null) return null;
     const bridgeNames = new Map<object, string>();
     for (const [name, fn] of this.bridge) bridgeNames.set(fn, name);
+    const refs = hostRefState(this.runtime);
     this.fromImage = true;
     return {
       memory,
       runtimePointer: runtimePointer(this.runtime),
       contextPointer: contextPointer(this.context),
       hookPointers: HOOK_NAMES.map((name) => handleValuePointer(this.hooks[name])),
-      hostRefs: hostRefState(this.runtime),
-      bridgeNames,
+      hostRefs: { ...refs, entries: refs.entries.map(([id, value]) => [id, bridgeNames.get(value) ?? null]) },
       randomStateOffset,
     };
   }
