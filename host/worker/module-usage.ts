@@ -17,6 +17,11 @@ export class ModuleUsage {
     if (this.recent.length > WINDOW) this.recent.shift();
   }
 
+  /** A list of modules as one comparable string (which modules a memory image holds). */
+  static key(modules: readonly string[]): string {
+    return [...modules].sort().join(",");
+  }
+
   /** Modules at least half of the recent runs loaded (dependencies load with them). */
   popular(): string[] {
     if (this.recent.length === 0) return [];

@@ -75,6 +75,8 @@ export interface RealmImage {
   readonly hostRefs: HostRefState<string | null>;
   /** Where Math.random's state is in the context (host/engine/random-state.ts): reseeded after each restore. */
   readonly randomStateOffset: number;
+  /** The guest modules loaded in it before the capture (preload), as ModuleUsage.key gives them. */
+  readonly preloaded: string;
 }
 
 /** The guest core's hooks the host calls (guest-lib/core/index.ts). */
@@ -314,7 +316,7 @@ export class Realm {
    * Only for a realm no activation has entered, in an engine that holds no other realm:
    * the image is the whole heap, and every realm made from it starts as this one is now.
    */
-  captureImage(randomStateOffset: number): RealmImage | null {
+  captureImage(randomStateOffset: number, preloaded: string): RealmImage | null {
     if (!this.alive || this.activation !== null || this.enteredGuest) return null;
     const memory = MemoryImage.capture(this.services.engine);
     if (memory === null) return null;
@@ -329,6 +331,7 @@ export class Realm {
       hookPointers: HOOK_NAMES.map((name) => handleValuePointer(this.hooks[name])),
       hostRefs: { ...refs, entries: refs.entries.map(([id, value]) => [id, bridgeNames.get(value) ?? null]) },
       randomStateOffset,
+      preloaded,
     };
   }
 
@@ -453,16 +456,25 @@ export class Realm {
    * Loads guest modules before any script runs in this realm. A failure only means the
    * module loads later, when a script needs it.
    */
-  preload(names: string[]): void {
+  /**
+   * Loads guest modules ahead of use; false when one of them did not load completely (its
+   * budget ran out, or it failed): such a realm may hold a module half loaded (QuickJS's
+   * interrupt skips `finally`, so the core's loader can keep it marked as loading) and must
+   * not serve a run.
+   */
+  preload(names: string[]): boolean {
     // Nothing to load: no guest call (the core requires no module while it is built, so
     // there is no use to forget either). Most spare realms are built so, once per run.
-    if (names.length === 0) return;
+    if (names.length === 0) return true;
+    let complete = true;
     for (const name of names) {
       const nameHandle = this.context.newString(name);
-      this.ownCode(() => this.context.callFunction(this.hooks.preload, this.context.undefined, nameHandle), () => undefined);
+      complete = this.ownCode(() => this.context.callFunction(this.hooks.preload, this.context.undefined, nameHandle), () => true) === true && complete;
       nameHandle.dispose();
+      if (!complete) break;
     }
     this.usedModules(); // preloading is not use
+    return complete;
   }
 
   /** The guest modules required since the last call (names without the "scriptbox:" prefix). */

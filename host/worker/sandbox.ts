@@ -13,7 +13,7 @@ import { ABORTED_MESSAGE } from "./activation.js";
 import { Realm, RealmPreparationStopped, type RealmImage, type RealmServices } from "./realm.js";
 import { imagesSupported } from "../engine/memory-image.js";
 import { randomStateOffset, reseedRandomState } from "../engine/random-state.js";
-import type { ModuleUsage } from "./module-usage.js";
+import { ModuleUsage } from "./module-usage.js";
 import { NO_CONTROL, type ActivationControl } from "../activation-slots.js";
 import type { ActivationHostCalls } from "../host-modules/manifest.js";
 import { attachHostModules, renewHostCallToken } from "./bridge/host-modules.js";
@@ -43,7 +43,8 @@ const STOPPING_KINDS = new Set(["cpu", "timeout", "memory", "limit", "aborted"])
 const REALM_RESERVE_BYTES = 1024 * 1024;
 /**
  * Runs a sandbox starts before its spare realm is captured as a memory image: a sandbox run
- * once (most of them) never holds an image's ~130-300 KiB (RSS per idle sandbox).
+ * once (most of them) holds no image (~225 KiB for a worker's first, ~8-11 KiB for each
+ * further one whose pages it shares: host/engine/memory-image.ts).
  */
 const IMAGE_AFTER_RUNS = 2;
 
@@ -135,14 +136,26 @@ export class WorkerSandbox implements RealmServices {
    * engine holds nothing else (no plugin, run or parked realm: the image is the whole heap).
    */
   prepareSpare(): void {
-    if (!this.alive || this.spare !== null || this.image !== null) return;
+    if (!this.alive || this.spare !== null) return;
+    const popular = this.host.moduleUsage.popular();
+    if (this.image !== null) {
+      // The modules runs in this worker use have changed since the capture: a new image with
+      // them, once no other realm is in the engine (else later: realmFromImage asks again).
+      if (this.image.preloaded === ModuleUsage.key(popular) || !this.holdsNoOtherRealm()) return;
+      this.freeImage();
+    }
     const capture = this.runsStarted >= IMAGE_AFTER_RUNS && this.holdsNoOtherRealm() && this.toFree.size === 0 && imagesSupported(this.engine);
     // Found (once per thread and build) before the realm is built: it makes and frees a context.
     const randomOffset = capture ? randomStateOffset(this.engine) : null;
     const realm = new Realm(this);
-    realm.preload(this.host.moduleUsage.popular());
+    if (!realm.preload(popular)) {
+      // Stopped part-way (the sandbox's own budget is small): no spare rather than one with
+      // a module half loaded; the next run builds its realm.
+      this.disposeRealm(realm);
+      return;
+    }
     this.spare = realm;
-    if (randomOffset !== null) this.image = realm.captureImage(randomOffset);
+    if (randomOffset !== null) this.image = realm.captureImage(randomOffset, ModuleUsage.key(popular));
   }
 
   /** Whether no realm but the spare lives in the engine (the ended ones aside: see toFree). */
@@ -375,7 +388,9 @@ export class WorkerSandbox implements RealmServices {
     if (this.parked.length > 0) return null;
     image.memory.restore(this.engine);
     reseedRandomState(this.engine, image.contextPointer, image.randomStateOffset);
-    return new Realm(this, image);
+    const realm = new Realm(this, image);
+    if (image.preloaded !== ModuleUsage.key(this.host.moduleUsage.popular())) this.prepareSpareSoon();
+    return realm;
   }
 
   /** Forgets the image (no engine calls: the engine may be gone or failed). */
@@ -385,14 +400,19 @@ export class WorkerSandbox implements RealmServices {
   }
 
   /**
-   * Before the engine goes back to the warm pool: the image restored and its realm freed,
-   * so the next sandbox finds a heap without this one's leftover runtimes.
+   * Drops the image and leaves the heap without its realms: the image restored and its
+   * realm freed (before the engine goes back to the warm pool, or before a new capture), so
+   * no leftover runtime of an ended run stays in the engine. Only while no other realm is in it.
    */
-  private cleanUpImage(): void {
+  private freeImage(): void {
     const image = this.image;
     if (image === null) return;
-    // The spare, if still there, is the realm the image was captured from: freed below.
+    // The spare, if still there, is the realm the image was captured from: ended here (its
+    // rejection listener, its handles), its runtime freed below with the image's.
+    this.spare?.disposeForRestore();
     this.spare = null;
+    for (const realm of this.toFree) this.disposeRealm(realm);
+    this.toFree.clear();
     try {
       if (this.alive && this.parked.length === 0) {
         image.memory.restore(this.engine);
@@ -416,8 +436,10 @@ export class WorkerSandbox implements RealmServices {
       this.parked.push(realm);
       return;
     }
-    // Its runtime stays in the heap until the next restore puts the image back over it.
-    if (realm.fromImage && this.image !== null) {
+    // Its runtime stays in the heap until the next restore puts the image back over it,
+    // which happens only when no other realm is in the engine: with one there, it is freed
+    // now (else what it kept would count against the memory of the runs beside it).
+    if (realm.fromImage && this.image !== null && this.holdsNoOtherRealm()) {
       realm.disposeForRestore();
       return;
     }
@@ -469,7 +491,7 @@ export class WorkerSandbox implements RealmServices {
     // A realm acquired and not started yet (or a plugin's, still loading).
     for (const realm of [...this.handedOut]) this.disposeRealm(realm);
     this.flushFrees();
-    this.cleanUpImage();
+    this.freeImage();
     this.reset();
     return this.recyclable;
   }

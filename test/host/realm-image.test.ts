@@ -32,7 +32,8 @@ beforeEach(() => {
 afterEach(() => close());
 
 async function sandbox(limits: Partial<typeof DEFAULT_LIMITS> = {}): Promise<WorkerSandbox> {
-  const made = (await host.newSandbox("release", DEFAULT_LIMITS.memoryBytes)) as unknown as WorkerSandbox;
+  // The engine's memory is capped at the sandbox's memoryBytes, as the worker makes it.
+  const made = (await host.newSandbox("release", limits.memoryBytes ?? DEFAULT_LIMITS.memoryBytes)) as unknown as WorkerSandbox;
   made.configure(1, { limits: { ...DEFAULT_LIMITS, ...limits }, allow: [], env: {}, secrets: {}, cloud: null, location: null, streamLogs: false, variant: "release", hostModules: [] } as never);
   return made;
 }
@@ -152,6 +153,66 @@ describe("realms made from a memory image", () => {
     expect(await run(target, "export default () => typeof leaked")).toMatchObject({ ok: true, value: "undefined" });
     await withImage(target);
     expect(await run(target, "export default () => typeof leaked")).toMatchObject({ ok: true, value: "undefined" });
+    target.dispose();
+  });
+
+  it("a run's ended image realm is freed at once while another realm is in the engine: what it kept does not count against the runs beside it", async () => {
+    const target = await withImage(await sandbox({ memoryBytes: 32 * 1024 * 1024 }));
+    // A (the image's realm) keeps ~20 MiB and ends while B (a built realm) still waits.
+    const a = run(target, "globalThis.keep = new Uint8Array(20 * 1024 * 1024).fill(1); export default () => keep.length");
+    const b = run(target, "export default async () => { await new Promise((r) => setTimeout(r, 300)); return 'b'; }");
+    expect(await a).toMatchObject({ ok: true, value: 20 * 1024 * 1024 });
+    await new Promise((resolve) => setTimeout(resolve, 20)); // A's realm is ended in a later turn
+    // C runs beside B: it finds the 14 MiB it asks for only if A's realm was freed.
+    expect(await run(target, "export default () => new Uint8Array(14 * 1024 * 1024).fill(2).length")).toMatchObject({ ok: true, value: 14 * 1024 * 1024 });
+    expect(await b).toMatchObject({ ok: true, value: "b" });
+    target.dispose();
+  });
+
+  it("a spare whose preloading ran out of budget is not kept, nor captured: no later run finds a module half loaded", async () => {
+    const target = await sandbox({ cpuTimeMs: 1 });
+    for (let i = 0; i < 2; i++) expect(await run(target, "export default () => 0")).toMatchObject({ ok: true });
+    // The worker's recent runs used the web and http modules: spare realms preload them
+    // (~30 ms here), far past this sandbox's own 1 ms budget.
+    const usage = (host as unknown as { moduleUsage: { record(names: string[]): void } }).moduleUsage;
+    for (let i = 0; i < 4; i++) usage.record(["web", "http"]);
+    await new Promise((resolve) => setImmediate(resolve));
+    target.prepareSpare();
+    expect(target.imageBytes).toBe(0);
+    for (let i = 0; i < 5; i++) {
+      expect(await run(target, "export default () => 1")).toMatchObject({ ok: true, value: 1 });
+      // Loading the web module itself may well pass 1 ms of CPU: a cpu stop, never a module left "loading".
+      const touched = await run(target, "export default () => typeof URL");
+      if (!touched.ok) expect(touched.error).toMatchObject({ kind: "cpu" });
+    }
+    target.dispose();
+  });
+
+  it("when the modules the worker's runs use change, the image is captured again with them", async () => {
+    const target = await withImage(await sandbox());
+    // The captured spare serves the first run; the image the next ones.
+    expect(await run(target, "export default () => 0")).toMatchObject({ ok: true });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const before = target.imageBytes;
+    const usage = (host as unknown as { moduleUsage: { record(names: string[]): void } }).moduleUsage;
+    for (let i = 0; i < 4; i++) usage.record(["web"]);
+    // The next run (from the image) notices and asks for a new capture as idle work, once no realm is in use.
+    expect(await run(target, "export default () => typeof URL")).toMatchObject({ ok: true, value: "function" });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(target.imageBytes).toBeGreaterThan(before + 100 * 1024); // the web module is in it now
+    for (let i = 0; i < 3; i++) expect(await run(target, "globalThis.x = (globalThis.x ?? 0) + 1; export default () => [x, new URL('https://a.test/p').pathname]")).toMatchObject({ ok: true, value: [1, "/p"] });
+    target.dispose();
+  });
+
+  it("disposing a sandbox whose captured spare was never used ends that spare too (nothing of it stays on the recycled engine)", async () => {
+    const target = await sandbox();
+    const listeners = () => (target.tracking as unknown as { listeners: Map<number, unknown> }).listeners.size;
+    for (let cycle = 0; cycle < 5; cycle++) {
+      await withImage(target);
+      expect(target.dispose()).toBe(true);
+      expect(listeners()).toBe(0);
+      target.configure(1, { limits: { ...DEFAULT_LIMITS }, allow: [], env: {}, secrets: {}, cloud: null, location: null, streamLogs: false, variant: "release", hostModules: [] } as never);
+    }
     target.dispose();
   });
 });
