@@ -83,6 +83,8 @@ export class WorkerSandbox implements RealmServices {
    * realm built (~0.3 ms) and freed (~0.1 ms). docs/architecture.md, "Realms from a memory image".
    */
   private image: RealmImage | null = null;
+  /** The engine replacement in flight (acquireRealm), if any. */
+  private replacing: Promise<void> | null = null;
   /** Runs started since the sandbox was configured (see IMAGE_AFTER_RUNS). */
   private runsStarted = 0;
   disposedReason: string | null = null;
@@ -249,7 +251,13 @@ export class WorkerSandbox implements RealmServices {
     // A realm whose run just ended may not be freed yet: free it now if memory is short.
     if (this.spare === null && !canAllocate(this.engine, REALM_RESERVE_BYTES, REALM_RESERVE_BYTES)) this.flushFrees();
     // (After the flush: a realm it could not free is parked, and its heap goes with the engine.)
-    if (this.parked.length > 0 && this.plugins.size === 0 && this.running.size === 0) await this.replaceEngine();
+    // One replacement at a time, and every acquisition waits for one in flight: two at once
+    // would leave the first one's realm built in an engine the sandbox no longer uses (its
+    // later engine calls would go to the other engine's heap).
+    if (this.parked.length > 0 && this.plugins.size === 0 && this.running.size === 0 && this.handedOut.size === 0) {
+      this.replacing ??= this.replaceEngine().finally(() => (this.replacing = null));
+    }
+    if (this.replacing !== null) await this.replacing;
     if (this.spare === null && !canAllocate(this.engine, REALM_RESERVE_BYTES, REALM_RESERVE_BYTES)) {
       // Building a realm at the cap would fault inside the engine: say so instead.
       return {

@@ -215,4 +215,30 @@ describe("realms made from a memory image", () => {
     }
     target.dispose();
   });
+
+  it("two runs that both find a parked realm wait for one engine replacement, not one each", async () => {
+    const target = await withImage(await sandbox({ cpuTimeMs: 100 }));
+    const services = target as unknown as { host: { newEngine: (...args: unknown[]) => Promise<unknown> } };
+    const newEngine = services.host.newEngine;
+    let replacements = 0;
+    services.host.newEngine = (...args) => {
+      replacements++;
+      return newEngine(...args);
+    };
+    // Stopped with a job still queued: QuickJS cannot free that realm, so it is parked, and
+    // the engine is replaced before the next run.
+    const flood = await run(target, "export default () => { const spin = () => Promise.resolve().then(spin); spin(); for (;;) {} }");
+    expect(flood).toMatchObject({ ok: false, error: { kind: "cpu" } });
+    await new Promise((resolve) => setImmediate(resolve));
+    const engineBefore = target.engine;
+    const [a, b] = await Promise.all([run(target, "export default () => 'a'"), run(target, "export default () => 'b'")]);
+    expect([a, b]).toMatchObject([
+      { ok: true, value: "a" },
+      { ok: true, value: "b" },
+    ]);
+    expect(replacements).toBe(1);
+    expect(target.engine).not.toBe(engineBefore);
+    for (let i = 0; i < 3; i++) expect(await run(target, "export default () => typeof spin")).toMatchObject({ ok: true, value: "undefined" });
+    target.dispose();
+  });
 });
