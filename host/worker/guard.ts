@@ -126,8 +126,8 @@ export interface Budget {
   /**
    * Bounded by wall time alone: no CPU deadline, no CPU clock read (2-8 µs each, twice per
    * entry otherwise), charged its wall time. For our own code run before any script in a
-   * realm (its preparation), whose caller makes wallDeadline the sooner of the CPU and wall
-   * limits: a thread's CPU time never runs ahead of wall time, so this stops it no later.
+   * realm (its preparation, preloading modules into a spare), which no script can make
+   * slow: its caller makes wallDeadline the sandbox's wall limit (Realm.ownBudget).
    */
   readonly wallOnly?: boolean;
 }

@@ -426,12 +426,12 @@ export class Realm {
   }
 
   /** Runs our own guest code outside any activation, guarded by ownBudget(); undefined on any failure. */
-  private ownCode<T>(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, use: (value: QuickJSHandle) => T): T | undefined {
+  private ownCode<T>(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, use: (value: QuickJSHandle) => T, wallOnly = false): T | undefined {
     if (this.activation || !this.alive) return undefined;
     try {
       let result: { value?: QuickJSHandle; error?: QuickJSHandle };
       try {
-        result = this.guard.enter(this.ownBudget(), fn);
+        result = this.guard.enter(this.ownBudget(wallOnly), fn);
       } catch (error) {
         // A trap in our own hook (the heap at its cap) disposes the sandbox now, in this
         // turn; it never escapes as a raw RuntimeError.
@@ -457,10 +457,13 @@ export class Realm {
    * module loads later, when a script needs it.
    */
   /**
-   * Loads guest modules ahead of use; false when one of them did not load completely (its
-   * budget ran out, or it failed): such a realm may hold a module half loaded (QuickJS's
-   * interrupt skips `finally`, so the core's loader can keep it marked as loading) and must
-   * not serve a run.
+   * Loads guest modules ahead of use, in a realm no script has run in yet; false when one
+   * of them did not load completely (its budget ran out, or it failed): such a realm may
+   * hold a module half loaded (QuickJS's interrupt skips `finally`, so the core's loader can
+   * keep it marked as loading) and must not serve a run. Under the wall limit alone, as the
+   * realm's preparation (Budget.wallOnly): no script can make it slow, and loading the web
+   * and http modules (~12-20 ms of CPU here) is not the script's work, so a sandbox's small
+   * cpuTimeMs must not make every spare fail.
    */
   preload(names: string[]): boolean {
     // Nothing to load: no guest call (the core requires no module while it is built, so
@@ -469,7 +472,7 @@ export class Realm {
     let complete = true;
     for (const name of names) {
       const nameHandle = this.context.newString(name);
-      complete = this.ownCode(() => this.context.callFunction(this.hooks.preload, this.context.undefined, nameHandle), () => true) === true && complete;
+      complete = this.ownCode(() => this.context.callFunction(this.hooks.preload, this.context.undefined, nameHandle), () => true, true) === true && complete;
       nameHandle.dispose();
       if (!complete) break;
     }
