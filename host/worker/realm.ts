@@ -407,7 +407,7 @@ export class Realm {
    * The budget for our own code run outside any activation (realm preparation, preloading,
    * the post-run module-usage hook): the sandbox's own CPU and wall limits, so a script that
    * broke something these hooks use is stopped exactly like the script itself would be.
-   * `wallOnly` (realm preparation, before any script): the wall limit alone, without
+   * `wallOnly` (realm preparation and preloading, before any script): the wall limit alone, without
    * reading the thread's CPU clock (Budget.wallOnly). Not the CPU limit as wall time: no
    * script can make a fresh realm's preparation slow, but a busy machine can stretch its
    * ~0.3 ms of CPU past a small cpuTimeMs in wall time, and every run of such a sandbox
