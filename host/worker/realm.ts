@@ -94,6 +94,13 @@ const OOM_PROBE_BYTES = 64 * 1024;
 /** Error messages made for the guest keep at most this much of what they echo. */
 const MAX_ERROR_MESSAGE_CHARS = 1024;
 
+/**
+ * The least wall time preloading a spare's modules gets (idle work, our own code only):
+ * loading the web and http modules takes ~10-70 ms here, and a sandbox's own small
+ * wallTimeMs would otherwise stop every preload, and so drop every spare and image of it.
+ */
+const PRELOAD_MIN_WALL_MS = 1000;
+
 /** Jobs run between two checks of the deadline while draining the job queue (see pumpJobs). */
 const JOB_BATCH = 64;
 
@@ -413,7 +420,7 @@ export class Realm {
    * ~0.3 ms of CPU past a small cpuTimeMs in wall time, and every run of such a sandbox
    * then failed before its script started (a CLI test under CI load did, at 50 ms).
    */
-  private ownBudget(wallOnly = false): Budget {
+  private ownBudget(wallOnly = false, atLeastMs = 0): Budget {
     let limits: Pick<Limits, "cpuTimeMs" | "wallTimeMs"> = DEFAULT_LIMITS;
     try {
       limits = this.services.config().limits;
@@ -421,17 +428,18 @@ export class Realm {
       // Not configured yet (a warm pool's spare realm): the default limits.
     }
     const now = performance.now();
-    if (wallOnly) return { wallOnly, wallDeadline: now + limits.wallTimeMs, cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
+    if (wallOnly) return { wallOnly, wallDeadline: now + Math.max(limits.wallTimeMs, atLeastMs), cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
     return { wallDeadline: now + limits.wallTimeMs, cpuRemainingMs: () => limits.cpuTimeMs, chargeCpu: () => undefined };
   }
 
   /** Runs our own guest code outside any activation, guarded by ownBudget(); undefined on any failure. */
-  private ownCode<T>(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, use: (value: QuickJSHandle) => T, wallOnly = false): T | undefined {
+  /** `wallOnlyAtLeastMs`: a wall-only budget (ownBudget) of at least this many ms; the sandbox's own limits when absent. */
+  private ownCode<T>(fn: () => { value?: QuickJSHandle; error?: QuickJSHandle }, use: (value: QuickJSHandle) => T, wallOnlyAtLeastMs?: number): T | undefined {
     if (this.activation || !this.alive) return undefined;
     try {
       let result: { value?: QuickJSHandle; error?: QuickJSHandle };
       try {
-        result = this.guard.enter(this.ownBudget(wallOnly), fn);
+        result = this.guard.enter(this.ownBudget(wallOnlyAtLeastMs !== undefined, wallOnlyAtLeastMs), fn);
       } catch (error) {
         // A trap in our own hook (the heap at its cap) disposes the sandbox now, in this
         // turn; it never escapes as a raw RuntimeError.
@@ -460,10 +468,10 @@ export class Realm {
    * Loads guest modules ahead of use, in a realm no script has run in yet; false when one
    * of them did not load completely (its budget ran out, or it failed): such a realm may
    * hold a module half loaded (QuickJS's interrupt skips `finally`, so the core's loader can
-   * keep it marked as loading) and must not serve a run. Under the wall limit alone, as the
-   * realm's preparation (Budget.wallOnly): no script can make it slow, and loading the web
-   * and http modules (~12-20 ms of CPU here) is not the script's work, so a sandbox's small
-   * cpuTimeMs must not make every spare fail.
+   * keep it marked as loading) and must not serve a run. Under a wall deadline alone, as the
+   * realm's preparation (Budget.wallOnly), of at least PRELOAD_MIN_WALL_MS: no script can
+   * make it slow, and loading the web and http modules (~12-20 ms of CPU here) is not the
+   * script's work, so a sandbox's small cpuTimeMs or wallTimeMs must not make every spare fail.
    */
   preload(names: string[]): boolean {
     // Nothing to load: no guest call (the core requires no module while it is built, so
@@ -472,7 +480,7 @@ export class Realm {
     let complete = true;
     for (const name of names) {
       const nameHandle = this.context.newString(name);
-      complete = this.ownCode(() => this.context.callFunction(this.hooks.preload, this.context.undefined, nameHandle), () => true, true) === true && complete;
+      complete = this.ownCode(() => this.context.callFunction(this.hooks.preload, this.context.undefined, nameHandle), () => true, PRELOAD_MIN_WALL_MS) === true && complete;
       nameHandle.dispose();
       if (!complete) break;
     }

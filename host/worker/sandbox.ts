@@ -145,6 +145,7 @@ export class WorkerSandbox implements RealmServices {
       // them, once no other realm is in the engine (else later: realmFromImage asks again).
       if (this.image.preloaded === ModuleUsage.key(popular) || !this.holdsNoOtherRealm()) return;
       this.freeImage();
+      if (!this.alive) return; // freeing it failed the engine
     }
     const capture = this.runsStarted >= IMAGE_AFTER_RUNS && this.holdsNoOtherRealm() && this.toFree.size === 0 && imagesSupported(this.engine);
     // Found (once per thread and build) before the realm is built: it makes and frees a context.
@@ -258,6 +259,8 @@ export class WorkerSandbox implements RealmServices {
       this.replacing ??= this.replaceEngine().finally(() => (this.replacing = null));
     }
     if (this.replacing !== null) await this.replacing;
+    // Disposed while the new engine was being made.
+    if (!this.alive) return failedOutcome(`the sandbox was disposed: ${this.disposedReason}`, this.disposedReason!);
     if (this.spare === null && !canAllocate(this.engine, REALM_RESERVE_BYTES, REALM_RESERVE_BYTES)) {
       // Building a realm at the cap would fault inside the engine: say so instead.
       return {

@@ -13,6 +13,7 @@ import { WorkerHost } from "../../dist/host/worker/worker-host.js";
 import { WATCHDOG_BYTES } from "../../dist/host/worker/guard.js";
 import { ACTIVATION_SLOTS_BYTES } from "../../dist/host/activation-slots.js";
 import { DEFAULT_LIMITS } from "../../dist/host/limits.js";
+import { Realm } from "../../dist/host/worker/realm.js";
 import type { WorkerSandbox } from "../../host/worker/sandbox.js";
 
 type Outcome = { ok: boolean; value?: unknown; error?: { kind: string; message: string } };
@@ -169,24 +170,41 @@ describe("realms made from a memory image", () => {
     target.dispose();
   });
 
-  it("a spare whose preloading ran out of budget is not kept, nor captured: no later run finds a module half loaded", async () => {
+  it("a spare whose preloading did not complete is not kept, nor captured (the runs build their realms)", async () => {
+    // A preload stopped part-way (a machine stalled past its deadline) reports false: the
+    // realm may hold a module marked as still loading. Made to happen here by the stub, for
+    // every spare this sandbox prepares (its idle work included).
+    const preload = Realm.prototype.preload;
+    Realm.prototype.preload = function (this: InstanceType<typeof Realm>, names: string[]) {
+      preload.call(this, names);
+      return false;
+    };
+    const target = await sandbox();
+    try {
+      const usage = (host as unknown as { moduleUsage: { record(names: string[]): void } }).moduleUsage;
+      for (let i = 0; i < 4; i++) usage.record(["web", "http"]);
+      for (let i = 0; i < 3; i++) {
+        await run(target, "export default () => 0");
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      target.prepareSpare();
+    } finally {
+      Realm.prototype.preload = preload;
+    }
+    expect(target.imageBytes).toBe(0);
+    expect((target as unknown as { spare: unknown }).spare).toBeNull();
+    for (let i = 0; i < 3; i++) expect(await run(target, "globalThis.x = (globalThis.x ?? 0) + 1; export default () => [x, typeof URL]")).toMatchObject({ ok: true, value: [1, "function"] });
+    target.dispose();
+  });
+
+  it("preloading gets at least a second of wall time: a sandbox with a 4 ms wallTimeMs still gets its modules preloaded, in its image", async () => {
     const target = await sandbox({ wallTimeMs: 4 });
     for (let i = 0; i < 2; i++) await run(target, "export default () => 0");
-    // The worker's recent runs used the web and http modules: spare realms preload them
-    // (12-70 ms here), past this sandbox's 4 ms wall limit, under which preloading runs.
     const usage = (host as unknown as { moduleUsage: { record(names: string[]): void } }).moduleUsage;
     for (let i = 0; i < 4; i++) usage.record(["web", "http"]);
     await new Promise((resolve) => setImmediate(resolve));
-    target.prepareSpare();
-    expect(target.imageBytes).toBe(0);
-    for (let i = 0; i < 5; i++) {
-      // Loading the web module may well pass 4 ms: a timeout, never a module left "loading"
-      // (the script error "circular guest module dependency on scriptbox:web").
-      for (const code of ["export default () => 1", "export default () => typeof URL"]) {
-        const outcome = await run(target, code);
-        if (!outcome.ok) expect(outcome.error).toMatchObject({ kind: "timeout" });
-      }
-    }
+    target.prepareSpare(); // preloading web and http: 10-70 ms here
+    expect(target.imageBytes).toBeGreaterThan(400 * 1024);
     target.dispose();
   });
 
@@ -254,5 +272,21 @@ describe("realms made from a memory image", () => {
     expect(target.engine).not.toBe(engineBefore);
     for (let i = 0; i < 3; i++) expect(await run(target, "export default () => typeof spin")).toMatchObject({ ok: true, value: "undefined" });
     target.dispose();
+  });
+
+  it("a sandbox disposed while its next run waits for a new engine answers that run as disposed (not as a failed engine)", async () => {
+    const target = await sandbox({ cpuTimeMs: 100 });
+    const flood = await run(target, "export default () => { const spin = () => Promise.resolve().then(spin); spin(); for (;;) {} }");
+    expect(flood).toMatchObject({ ok: false, error: { kind: "cpu" } });
+    await new Promise((resolve) => setImmediate(resolve)); // the stopped realm is parked
+    const waiting = run(target, "export default () => 1"); // waits for the engine replacement
+    // What the worker does on "dispose": the engine cannot go back to the pool (a parked
+    // realm), so it is dropped.
+    expect(target.dispose()).toBe(false);
+    target.retire();
+    const outcome = await waiting;
+    expect(outcome).toMatchObject({ ok: false });
+    expect(outcome.error?.message).toMatch(/^the sandbox was disposed: /);
+    expect(outcome.error?.message).not.toMatch(/engine failed/);
   });
 });
