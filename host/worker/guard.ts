@@ -127,7 +127,8 @@ export interface Budget {
    * Bounded by wall time alone: no CPU deadline, no CPU clock read (2-8 µs each, twice per
    * entry otherwise), charged its wall time. For our own code run before any script in a
    * realm (its preparation, preloading modules into a spare), which no script can make
-   * slow: its caller makes wallDeadline the sandbox's wall limit (Realm.ownBudget).
+   * slow: its caller makes wallDeadline the sandbox's wall limit (at least 1 s for preloading:
+   * Realm.ownBudget).
    */
   readonly wallOnly?: boolean;
 }

@@ -411,10 +411,10 @@ export class Realm {
   }
 
   /**
-   * The budget for our own code run outside any activation (realm preparation, preloading,
-   * the post-run module-usage hook): the sandbox's own CPU and wall limits, so a script that
-   * broke something these hooks use is stopped exactly like the script itself would be.
-   * `wallOnly` (realm preparation and preloading, before any script): the wall limit alone, without
+   * The budget for our own code run outside any activation (the post-run module-usage hook):
+   * the sandbox's own CPU and wall limits, so a script that broke something these hooks use
+   * is stopped exactly like the script itself would be. `wallOnly` (realm preparation, and
+   * preloading with `atLeastMs`, before any script): the wall limit (or `atLeastMs`, if more) alone, without
    * reading the thread's CPU clock (Budget.wallOnly). Not the CPU limit as wall time: no
    * script can make a fresh realm's preparation slow, but a busy machine can stretch its
    * ~0.3 ms of CPU past a small cpuTimeMs in wall time, and every run of such a sandbox
@@ -460,10 +460,6 @@ export class Realm {
     }
   }
 
-  /**
-   * Loads guest modules before any script runs in this realm. A failure only means the
-   * module loads later, when a script needs it.
-   */
   /**
    * Loads guest modules ahead of use, in a realm no script has run in yet; false when one
    * of them did not load completely (its budget ran out, or it failed): such a realm may
@@ -1220,7 +1216,7 @@ export class Realm {
    * Ends the realm for a memory image restore: its handles are freed (so nothing that still
    * holds one frees it later, into the restored heap), and its runtime and context are left
    * as they are (JS_FreeRuntime's ~0.1 ms): the restore puts back the heap they live in.
-   * The sandbox restores before any other use of the engine (WorkerSandbox.restoreImage).
+   * The sandbox restores the image before any other use of the engine (WorkerSandbox.realmFromImage, freeImage).
    */
   disposeForRestore(): void {
     this.releaseHandles();

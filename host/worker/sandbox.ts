@@ -43,7 +43,7 @@ const STOPPING_KINDS = new Set(["cpu", "timeout", "memory", "limit", "aborted"])
 const REALM_RESERVE_BYTES = 1024 * 1024;
 /**
  * Runs a sandbox starts before its spare realm is captured as a memory image: a sandbox run
- * once (most of them) holds no image (~225 KiB for a worker's first, ~8-11 KiB for each
+ * once (most of them) holds no image (~225 KiB for a worker's first, ~7-19 KiB for each
  * further one whose pages it shares: host/engine/memory-image.ts).
  */
 const IMAGE_AFTER_RUNS = 2;
@@ -152,8 +152,8 @@ export class WorkerSandbox implements RealmServices {
     const randomOffset = capture ? randomStateOffset(this.engine) : null;
     const realm = new Realm(this);
     if (!realm.preload(popular)) {
-      // Stopped part-way (the sandbox's own budget is small): no spare rather than one with
-      // a module half loaded; the next run builds its realm.
+      // Stopped part-way (a machine stalled past its deadline, a module that failed): no
+      // spare rather than one with a module half loaded; the next run builds its realm.
       this.disposeRealm(realm);
       return;
     }
