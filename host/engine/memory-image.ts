@@ -18,13 +18,13 @@
 // (Realm's image constructor).
 import { createHash } from "node:crypto";
 import type { EngineInstance } from "./instance.js";
-import { MEMORY_LAYOUT_SECTION } from "./wasm-patch.js";
+import { MEMORY_LAYOUT_SECTION, readU } from "./wasm-patch.js";
 import { compiledEngineModule } from "./wasm-binary.js";
 
 /** Zero-initialised statics follow the data segments: the build's take ~3 KiB (its stack starts 2,981 bytes past the data). */
 const STATICS_MARGIN_BYTES = 16 * 1024;
-/** An image larger than this (a heap grown or fragmented by earlier runs) is not kept. */
-export const MAX_IMAGE_BYTES = 1024 * 1024;
+/** An image whose heap is larger than this (grown or fragmented by earlier runs) is not kept. */
+const MAX_IMAGE_BYTES = 1024 * 1024;
 /** All images of a thread together: beyond this, sandboxes build their realms (memory over speed). */
 const THREAD_IMAGE_BUDGET_BYTES = 64 * 1024 * 1024;
 
@@ -51,23 +51,15 @@ function memoryLayout(engine: EngineInstance): MemoryLayout | null {
   return layout;
 }
 
+/** The section's two unsigned LEB128 numbers (wasm-patch.ts writes them), or null when it is not that. */
 function readLayout(bytes: Uint8Array): MemoryLayout | null {
-  const values: number[] = [];
-  let pos = 0;
-  for (let i = 0; i < 2; i++) {
-    let value = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = bytes[pos++];
-      if (byte === undefined) return null;
-      value += (byte & 0x7f) * scale;
-      if ((byte & 0x80) === 0) break;
-      scale *= 128;
-    }
-    values.push(value);
+  try {
+    const [dataEnd, next] = readU(bytes, 0);
+    const [stackTop] = readU(bytes, next);
+    return stackTop > dataEnd ? { dataEnd, stackTop } : null;
+  } catch {
+    return null; // truncated
   }
-  const [dataEnd, stackTop] = values as [number, number];
-  return stackTop > dataEnd ? { dataEnd, stackTop } : null;
 }
 
 /** JavaScript-side state that points into an engine's heap: saved with an image, put back with it. */
@@ -96,6 +88,8 @@ export function imagesSupported(engine: EngineInstance): boolean {
  */
 interface SharedPage {
   readonly bytes: Uint8Array;
+  /** Its key in `pages` (kept: hashing it again on release is work done twice). */
+  readonly key: string;
   refs: number;
 }
 
@@ -118,7 +112,7 @@ function sharePage(bytes: Uint8Array): SharedPage {
   if (candidates === undefined) pages.set(key, (candidates = []));
   let page = candidates.find((candidate) => samePage(candidate.bytes, bytes));
   if (page === undefined) {
-    page = { bytes: bytes.slice(), refs: 0 };
+    page = { bytes: bytes.slice(), key, refs: 0 };
     candidates.push(page);
     imageBytesInUse += page.bytes.length;
   }
@@ -128,10 +122,9 @@ function sharePage(bytes: Uint8Array): SharedPage {
 
 function unsharePage(page: SharedPage): void {
   if (--page.refs > 0) return;
-  const key = pageKey(page.bytes);
-  const candidates = pages.get(key) ?? [];
+  const candidates = pages.get(page.key) ?? [];
   candidates.splice(candidates.indexOf(page), 1);
-  if (candidates.length === 0) pages.delete(key);
+  if (candidates.length === 0) pages.delete(page.key);
   imageBytesInUse -= page.bytes.length;
 }
 

@@ -61,7 +61,7 @@ const JS_UNDEFINED_BITS = 3n << 32n;
 
 // ---- LEB128 -------------------------------------------------------------------------
 
-function readU(bytes: Uint8Array, start: number): [value: number, next: number] {
+export function readU(bytes: Uint8Array, start: number): [value: number, next: number] {
   let value = 0;
   let scale = 1;
   let pos = start;
